@@ -1,0 +1,73 @@
+"""`dictionary.md`: canonical entity names and their aliases, applied on write and on search.
+
+Line format: `- canonical: description (aka: synonym, abbr)`. Anything else in the file is prose.
+"""
+
+from __future__ import annotations
+
+import re
+import unicodedata
+from dataclasses import dataclass, field
+from pathlib import Path
+
+_LINE = re.compile(r"^\s*[-*]\s+([^:]+?)\s*:\s*(.*?)\s*$")
+_AKA = re.compile(r"\(\s*aka\s*:\s*([^)]*)\)", re.IGNORECASE)
+
+
+def entity_key(name: str) -> str:
+    """Spelling-insensitive form of an entity: NFKC, case-folded, spaces/underscores as '-'."""
+    text = unicodedata.normalize("NFKC", name).casefold().strip()
+    return re.sub(r"[\s_]+", "-", text)
+
+
+@dataclass
+class EntityDictionary:
+    canonical_of: dict[str, str] = field(default_factory=dict)
+    descriptions: dict[str, str] = field(default_factory=dict)
+
+    @classmethod
+    def load(cls, path: Path) -> EntityDictionary:
+        out = cls()
+        try:
+            text = path.read_text(encoding="utf-8")
+        except (FileNotFoundError, UnicodeDecodeError, IsADirectoryError):
+            return out
+        for line in text.splitlines():
+            match = _LINE.match(line)
+            if not match:
+                continue
+            canonical = entity_key(match.group(1))
+            rest = match.group(2)
+            aliases = []
+            aka = _AKA.search(rest)
+            if aka:
+                aliases = [a.strip() for a in aka.group(1).split(",") if a.strip()]
+                rest = _AKA.sub("", rest).strip()
+            out.descriptions[canonical] = rest
+            out.canonical_of[canonical] = canonical
+            for alias in aliases:
+                out.canonical_of.setdefault(entity_key(alias), canonical)
+        return out
+
+    def canonical(self, name: str) -> str:
+        key = entity_key(name)
+        return self.canonical_of.get(key, key)
+
+    def normalise(self, names: list[str]) -> list[str]:
+        seen: dict[str, None] = {}
+        for name in names:
+            key = self.canonical(name)
+            if key:
+                seen.setdefault(key, None)
+        return list(seen)
+
+    def expand_query_terms(self, terms: list[str]) -> list[str]:
+        """Canonical names for any query term (or adjacent pair) that is a known alias."""
+        extra: list[str] = []
+        keys = [entity_key(t) for t in terms]
+        candidates = keys + [f"{a}-{b}" for a, b in zip(keys, keys[1:], strict=False)]
+        for key in candidates:
+            canonical = self.canonical_of.get(key)
+            if canonical and canonical != key and canonical not in extra:
+                extra.append(canonical)
+        return extra

@@ -1,0 +1,21 @@
+"""Errors the core raises for anticipated failures; edges translate them (MCP ToolError, CLI exit 2)."""
+
+
+class MemoryMcpError(Exception):
+    """Base of every anticipated failure; the message is meant for the person or agent."""
+
+
+class InputError(MemoryMcpError):
+    """Bad arguments: the message names the argument and what is wrong with it."""
+
+
+class NotFoundError(MemoryMcpError):
+    """No memory with that id or path."""
+
+
+class TransitionError(MemoryMcpError):
+    """A lifecycle transition the state machine forbids."""
+
+
+class StaleWriteError(MemoryMcpError):
+    """The file changed since it was read; nothing was written."""

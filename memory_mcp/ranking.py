@@ -1,0 +1,99 @@
+"""Ranking: `score = text × trust × state × (1 + freshness + heat)`.
+
+Every constant lives here and in docs/design/architecture.md; each result carries its components so
+an answer can always be explained.
+"""
+
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass, field
+from datetime import UTC, datetime
+
+from .models import ScoreComponents
+
+
+@dataclass(frozen=True)
+class RankingConstants:
+    trust: dict[str, float] = field(
+        default_factory=lambda: {"user-stated": 1.0, "imported": 0.9, "agent-inferred": 0.8}
+    )
+    state: dict[str, float] = field(
+        default_factory=lambda: {"active": 1.0, "archived": 0.6, "deprecated": 0.25}
+    )
+    # bm25 column weights: a hit in the title or entities says more than one in the body
+    column_weights: tuple[float, float, float] = (3.0, 2.0, 1.0)
+    # how the three text legs mix into `text` (each leg normalised to 0..1 within the query)
+    word_weight: float = 0.5
+    trigram_weight: float = 0.5
+    like_weight: float = 0.3
+    # coverage: share of query terms found in the memory; text is scaled by floor + (1-floor)·coverage
+    coverage_floor: float = 0.4
+    freshness_max: float = 0.2
+    freshness_half_life_days: float = 90.0
+    heat_max: float = 0.15
+    heat_saturation_recalls: float = 10.0
+    heat_half_life_days: float = 30.0
+
+
+DEFAULT = RankingConstants()
+
+
+def age_days(iso: str, now: datetime) -> float:
+    try:
+        then = datetime.fromisoformat(iso.replace("Z", "+00:00"))
+    except (ValueError, AttributeError):
+        return 3650.0
+    if then.tzinfo is None:
+        then = then.replace(tzinfo=UTC)
+    return max(0.0, (now - then).total_seconds() / 86400)
+
+
+def freshness(updated: str, now: datetime, k: RankingConstants = DEFAULT) -> float:
+    return k.freshness_max * 0.5 ** (age_days(updated, now) / k.freshness_half_life_days)
+
+
+def heat(recalls: int, last_recalled: str | None, now: datetime, k: RankingConstants = DEFAULT) -> float:
+    if recalls <= 0 or not last_recalled:
+        return 0.0
+    volume = min(1.0, math.log1p(recalls) / math.log1p(k.heat_saturation_recalls))
+    return k.heat_max * volume * 0.5 ** (age_days(last_recalled, now) / k.heat_half_life_days)
+
+
+def text_score(
+    word: float, trigram: float, like: float, coverage: float, k: RankingConstants = DEFAULT
+) -> float:
+    mix = (k.word_weight * word + k.trigram_weight * trigram + k.like_weight * like) / (
+        k.word_weight + k.trigram_weight + (k.like_weight if like > 0 else 0.0)
+    )
+    return mix * (k.coverage_floor + (1 - k.coverage_floor) * coverage)
+
+
+def score(
+    *,
+    word: float,
+    trigram: float,
+    like: float,
+    coverage: float,
+    trust: str,
+    state: str,
+    updated: str,
+    recalls: int,
+    last_recalled: str | None,
+    now: datetime,
+    k: RankingConstants = DEFAULT,
+) -> tuple[float, ScoreComponents]:
+    text = text_score(word, trigram, like, coverage, k)
+    comp = ScoreComponents(
+        text=round(text, 6),
+        trust=k.trust.get(trust, 1.0),
+        state=k.state.get(state, 1.0),
+        freshness=round(freshness(updated, now, k), 6),
+        heat=round(heat(recalls, last_recalled, now, k), 6),
+        word=round(word, 6),
+        trigram=round(trigram, 6),
+        like=round(like, 6),
+        coverage=round(coverage, 6),
+    )
+    total = comp.text * comp.trust * comp.state * (1 + comp.freshness + comp.heat)
+    return round(total, 6), comp

@@ -1,0 +1,225 @@
+"""Bring the index in line with the canon: stat gate → sha256 → re-index only what changed.
+
+Runs at the start of every tool call, so it must be cheap when nothing changed (one stat per file,
+no reads) and must never fail because one file is bad or changes underneath it.
+"""
+
+from __future__ import annotations
+
+import os
+import sqlite3
+import time
+from dataclasses import dataclass
+from pathlib import Path
+
+from . import canon
+from . import index as ix
+from .dictionary import EntityDictionary
+from .models import ReconcileReport, State, Unparseable
+from .store import Store
+
+# A file modified this close to the moment we read it may be modified again within the same
+# mtime tick with the same size; such an entry is recorded as "racy" (mtime 0) so the next pass
+# hashes it again instead of trusting the stat (the same trick git uses for its index).
+RACY_WINDOW_NS = 50_000_000
+
+
+@dataclass(frozen=True)
+class DiskEntry:
+    mtime_ns: int
+    size: int
+    problem: str | None = None
+
+
+class StatGate:
+    """Lists canon files with their (mtime_ns, size); says which differ from the ledger."""
+
+    def __init__(self, store: Store) -> None:
+        self.store = store
+        self.real_root = store.root.resolve()
+
+    def scan(self) -> dict[str, DiskEntry]:
+        out: dict[str, DiskEntry] = {}
+        top = self.store.memories_dir
+        if not top.is_dir():
+            return out
+        stack = [top]
+        seen_dirs = {top.resolve()}
+        while stack:
+            folder = stack.pop()
+            try:
+                entries = list(os.scandir(folder))
+            except OSError:
+                continue
+            for entry in entries:
+                if entry.name.startswith("."):
+                    continue
+                rel = self.store.relative(Path(entry.path))
+                if entry.is_symlink():
+                    problem = self._symlink_problem(Path(entry.path))
+                    if problem:
+                        if entry.name.endswith(".md"):
+                            out[rel] = DiskEntry(0, 0, problem)
+                        continue
+                try:
+                    if entry.is_dir():
+                        real = Path(entry.path).resolve()
+                        if real not in seen_dirs:
+                            seen_dirs.add(real)
+                            stack.append(Path(entry.path))
+                        continue
+                    if not entry.name.endswith(".md") or not entry.is_file():
+                        continue
+                    st = entry.stat()
+                except OSError:
+                    continue
+                out[rel] = DiskEntry(st.st_mtime_ns, st.st_size)
+        return out
+
+    def _symlink_problem(self, path: Path) -> str | None:
+        try:
+            real = path.resolve(strict=True)
+        except (OSError, RuntimeError):
+            return "symlink loop or dangling symlink"
+        if real != self.real_root and self.real_root not in real.parents:
+            return "symlink points outside the store"
+        return None
+
+    @staticmethod
+    def unchanged(row: ix.FileRow | None, entry: DiskEntry) -> bool:
+        return row is not None and row.mtime_ns == entry.mtime_ns and row.size == entry.size
+
+
+def reconcile(store: Store, conn: sqlite3.Connection, dictionary: EntityDictionary) -> ReconcileReport:
+    started = time.perf_counter()
+    gate = StatGate(store)
+    disk = gate.scan()
+    known = ix.file_rows(conn)
+    report = ReconcileReport(scanned=len(disk))
+    conn.execute("BEGIN IMMEDIATE")
+    try:
+        for rel in sorted(known.keys() - disk.keys()):
+            ix.drop_file(conn, rel)
+            report.removed += 1
+        owners = {r[0] for r in conn.execute("SELECT id FROM memories")}
+        for rel in sorted(disk):
+            entry = disk[rel]
+            row = known.get(rel)
+            retry = row is not None and _duplicate_owner_gone(row, owners)
+            if entry.problem is not None:
+                if row is None or row.error != entry.problem:
+                    ix.drop_memory_at(conn, rel)
+                    ix.put_file(conn, ix.FileRow(rel, 0, 0, "", None, entry.problem))
+                    report.reindexed += 1
+                continue
+            if StatGate.unchanged(row, entry) and not retry:
+                continue
+            outcome = index_file(store, conn, dictionary, rel, known_sha=None if retry else _sha(row))
+            report.hashed += outcome.hashed
+            report.reindexed += outcome.reindexed
+            report.removed += outcome.removed
+            if outcome.memory_id:
+                owners.add(outcome.memory_id)
+        conn.execute("COMMIT")
+    except BaseException:
+        conn.execute("ROLLBACK")
+        raise
+    report.unparseable = conn.execute("SELECT count(*) FROM files WHERE error IS NOT NULL").fetchone()[0]
+    report.seconds = round(time.perf_counter() - started, 6)
+    return report
+
+
+def _sha(row: ix.FileRow | None) -> str | None:
+    return row.sha256 if row is not None else None
+
+
+def _duplicate_owner_gone(row: ix.FileRow, owners: set[str]) -> bool:
+    return bool(row.error and row.error.startswith("duplicate id") and row.memory_id not in owners)
+
+
+@dataclass
+class FileOutcome:
+    hashed: int = 0
+    reindexed: int = 0
+    removed: int = 0
+    memory_id: str | None = None
+
+
+def index_file(
+    store: Store,
+    conn: sqlite3.Connection,
+    dictionary: EntityDictionary,
+    rel: str,
+    known_sha: str | None = None,
+) -> FileOutcome:
+    """Hash one file and, when its content is new, parse and index it (inside the caller's transaction)."""
+    path = store.root / rel
+    outcome = FileOutcome()
+    try:
+        before = path.stat()
+        with path.open("rb") as fh:
+            data = fh.read(canon.MAX_FILE_BYTES + 1)
+    except FileNotFoundError:
+        ix.drop_file(conn, rel)
+        outcome.removed = 1
+        return outcome
+    except OSError as exc:
+        ix.drop_memory_at(conn, rel)
+        ix.put_file(conn, ix.FileRow(rel, 0, 0, "", None, f"cannot read: {exc.strerror}"))
+        outcome.reindexed = 1
+        return outcome
+    outcome.hashed = 1
+    sha = canon.sha256_bytes(data)
+    mtime = _gate_mtime(before.st_mtime_ns)
+    if known_sha is not None and sha == known_sha:
+        conn.execute("UPDATE files SET mtime_ns = ?, size = ? WHERE path = ?", (mtime, before.st_size, rel))
+        return outcome
+    outcome.reindexed = 1
+    fallback_time = _iso_from_ns(before.st_mtime_ns)
+    try:
+        mem = canon.parse(data, Path(rel).stem, fallback_time)
+    except canon.CanonError as exc:
+        ix.drop_memory_at(conn, rel)
+        ix.put_file(conn, ix.FileRow(rel, mtime, before.st_size, sha, None, str(exc)))
+        return outcome
+    owner = conn.execute("SELECT path FROM memories WHERE id = ?", (mem.id,)).fetchone()
+    if owner is not None and owner[0] != rel:
+        ix.drop_memory_at(conn, rel)
+        reason = f"duplicate id {mem.id} (also in {owner[0]})"
+        ix.put_file(conn, ix.FileRow(rel, mtime, before.st_size, sha, mem.id, reason))
+        return outcome
+    previous = ix.get_memory(conn, path=rel)
+    if (
+        previous is not None
+        and previous.state == State.ARCHIVED.value
+        and mem.state is State.ARCHIVED
+        and previous.body_sha != ix.body_sha(mem.body)
+    ):
+        # A person edited an archived memory's body by hand: they are using it again.
+        sha = canon.rewrite(path, _reactivate)
+        before = path.stat()
+        mtime = _gate_mtime(before.st_mtime_ns)
+        mem.state = State.ACTIVE
+        mem.updated = canon.now_iso()
+    ix.put_memory(conn, rel, mem, dictionary.normalise(mem.entities))
+    ix.put_file(conn, ix.FileRow(rel, mtime, before.st_size, sha, mem.id, None))
+    outcome.memory_id = mem.id
+    return outcome
+
+
+def _reactivate(meta: dict) -> None:
+    meta["state"] = State.ACTIVE.value
+    meta["updated"] = canon.now_iso()
+
+
+def _gate_mtime(mtime_ns: int) -> int:
+    return 0 if time.time_ns() - mtime_ns < RACY_WINDOW_NS else mtime_ns
+
+
+def _iso_from_ns(ns: int) -> str:
+    return time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime(ns / 1e9))
+
+
+def unparseable_files(conn: sqlite3.Connection) -> list[Unparseable]:
+    rows = conn.execute("SELECT path, error FROM files WHERE error IS NOT NULL ORDER BY path")
+    return [Unparseable(path=r[0], reason=r[1]) for r in rows]

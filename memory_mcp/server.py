@@ -1,0 +1,189 @@
+"""MCP edge: seven tools over stdio. Each handler translates arguments and errors, nothing more."""
+
+from __future__ import annotations
+
+import functools
+from collections.abc import Callable
+from pathlib import Path
+from typing import Annotated, Literal, ParamSpec, TypeVar
+
+from mcp.server import MCPServer
+from mcp.server.mcpserver.exceptions import ToolError
+from mcp.types import ToolAnnotations
+from pydantic import Field
+
+from .errors import MemoryMcpError
+from .models import (
+    ForgetAnswer,
+    ReadAnswer,
+    RecallAnswer,
+    ReindexAnswer,
+    RememberAnswer,
+    StatusAnswer,
+    UpdateAnswer,
+)
+from .service import MemoryService
+
+P = ParamSpec("P")
+R = TypeVar("R")
+
+INSTRUCTIONS = """Long-term memory kept as Markdown files the user can read and edit.
+Recall before answering questions about the user, their projects and past decisions; cite `path:line`.
+Remember durable facts, preferences and decisions (not chit-chat). When memory_remember returns
+conflicts, ask or decide explicitly with memory_update op=resolve_conflict: nothing is overwritten."""
+
+StoreArg = Annotated[
+    str | None,
+    Field(description="Name of a sibling store to use instead of the default one (a name, not a path)."),
+]
+TypeName = Literal["fact", "preference", "decision", "episode", "reference", "knowledge"]
+StateName = Literal["active", "archived", "deprecated"]
+TrustName = Literal["user-stated", "agent-inferred", "imported"]
+
+
+def _tool_errors(fn: Callable[P, R]) -> Callable[P, R]:
+    """Anticipated failures reach the model as readable tool errors."""
+
+    @functools.wraps(fn)
+    def wrapper(*args: P.args, **kwargs: P.kwargs) -> R:
+        try:
+            return fn(*args, **kwargs)
+        except MemoryMcpError as exc:
+            raise ToolError(str(exc)) from exc
+
+    return wrapper
+
+
+def build_server(service: MemoryService) -> MCPServer:
+    server = MCPServer(name="memory-mcp", instructions=INSTRUCTIONS, version="0.1.0")
+    read_only = ToolAnnotations(read_only_hint=True, destructive_hint=False, idempotent_hint=True)
+    writes = ToolAnnotations(read_only_hint=False, destructive_hint=False, idempotent_hint=False)
+
+    @server.tool(title="Remember", annotations=ToolAnnotations(read_only_hint=False, idempotent_hint=True))
+    @_tool_errors
+    def memory_remember(
+        title: Annotated[str, Field(description="One-line title; becomes the file's `# heading`.")],
+        body: Annotated[str, Field(description="Markdown body; its first paragraph is the recall excerpt.")],
+        type: TypeName = "fact",
+        trust: TrustName = "user-stated",
+        entities: Annotated[
+            list[str] | None, Field(description="People, projects, systems it is about.")
+        ] = None,
+        source: Annotated[
+            str | None, Field(description="Where this came from (conversation, URL, file).")
+        ] = None,
+        review_after: Annotated[str | None, Field(description="YYYY-MM-DD: when to re-check it.")] = None,
+        supersedes: Annotated[
+            list[str] | None, Field(description="Ids this memory replaces (they are archived).")
+        ] = None,
+        store: StoreArg = None,
+    ) -> RememberAnswer:
+        """Store a memory as a Markdown file. The same text twice returns the original; neighbours that may
+        contradict it come back as `conflicts` for you to judge (nothing is overwritten)."""
+        return service.remember(title, body, type, trust, entities, source, review_after, supersedes, store)
+
+    @server.tool(title="Recall", annotations=read_only)
+    @_tool_errors
+    def memory_recall(
+        query: Annotated[str, Field(description="Plain words in any language; no search syntax needed.")],
+        limit: Annotated[int, Field(ge=1, le=20)] = 5,
+        type: TypeName | None = None,
+        state: StateName | None = None,
+        entity: str | None = None,
+        include_deprecated: bool = False,
+        store: StoreArg = None,
+    ) -> RecallAnswer:
+        """Search memories; each result cites `path` and `line` and explains its score."""
+        return service.recall(query, limit, type, state, entity, include_deprecated, store)
+
+    @server.tool(title="Read", annotations=read_only)
+    @_tool_errors
+    def memory_read(
+        id: str | None = None,
+        path: Annotated[str | None, Field(description="Store-relative path, e.g. memories/x.md.")] = None,
+        from_line: Annotated[int | None, Field(ge=1)] = None,
+        to_line: Annotated[int | None, Field(ge=1)] = None,
+        store: StoreArg = None,
+    ) -> ReadAnswer:
+        """Read one memory (by id or path): text, frontmatter, supersede chain both ways, conflict history.
+        At most 200 lines per call."""
+        return service.read(id, path, from_line, to_line, store)
+
+    @server.tool(title="Update", annotations=writes)
+    @_tool_errors
+    def memory_update(
+        op: Literal["edit", "supersede", "set_state", "link", "resolve_conflict"],
+        id: str,
+        title: str | None = None,
+        body: str | None = None,
+        type: TypeName | None = None,
+        trust: TrustName | None = None,
+        entities: list[str] | None = None,
+        source: str | None = None,
+        review_after: str | None = None,
+        state: Annotated[StateName | None, Field(description="set_state: the target state.")] = None,
+        reason: Annotated[str | None, Field(description="set_state to deprecated: why.")] = None,
+        by: Annotated[str | None, Field(description="supersede: id of the memory replacing `id`.")] = None,
+        other_id: Annotated[str | None, Field(description="link: id of the related memory.")] = None,
+        pair_hash: Annotated[
+            str | None, Field(description="resolve_conflict: the conflict's pair_hash.")
+        ] = None,
+        resolution: Literal["keep_both", "supersede"] | None = None,
+        winner: Annotated[
+            str | None, Field(description="resolve_conflict with supersede: the id that wins.")
+        ] = None,
+        note: str | None = None,
+        expected_sha256: Annotated[
+            str | None,
+            Field(description="edit: refuse if the file's sha256 is no longer this (no lost write)."),
+        ] = None,
+        store: StoreArg = None,
+    ) -> UpdateAnswer:
+        """Change a memory: edit fields, supersede it by another, set its state, link two memories, or
+        resolve a conflict pair."""
+        return service.update(
+            op, id, title, body, type, trust, entities, source, review_after, state, reason, by, other_id,
+            pair_hash, resolution, winner, note, expected_sha256, store,
+        )  # fmt: skip
+
+    @server.tool(title="Forget", annotations=ToolAnnotations(read_only_hint=False, destructive_hint=True))
+    @_tool_errors
+    def memory_forget(
+        id: str,
+        mode: Literal["archive", "deprecate", "purge"],
+        reason: Annotated[str | None, Field(description="Required for deprecate.")] = None,
+        confirm: Annotated[
+            bool, Field(description="Required (true) for purge, which deletes the file.")
+        ] = False,
+        store: StoreArg = None,
+    ) -> ForgetAnswer:
+        """Archive (kept, ranked lower), deprecate (kept, hidden from recall; reason required) or purge
+        (file deleted; confirm=true required). Nothing is ever deleted automatically."""
+        return service.forget(id, mode, reason, confirm, store)
+
+    @server.tool(title="Status", annotations=read_only)
+    @_tool_errors
+    def memory_status(store: StoreArg = None) -> StatusAnswer:
+        """Counts, unresolved conflicts, reviews due, compaction candidates, unparseable files, index health."""
+        return service.status(store)
+
+    @server.tool(title="Reindex", annotations=ToolAnnotations(read_only_hint=False, idempotent_hint=True))
+    @_tool_errors
+    def memory_reindex(
+        verify: Annotated[
+            bool, Field(description="Re-hash every file and report index/canon mismatches.")
+        ] = False,
+        store: StoreArg = None,
+    ) -> ReindexAnswer:
+        """Rebuild the derived index from the Markdown files (nothing in the canon changes)."""
+        return service.reindex(verify, store)
+
+    return server
+
+
+def serve(root: Path) -> None:
+    service = MemoryService(root)
+    try:
+        build_server(service).run()
+    finally:
+        service.close()

@@ -1,0 +1,870 @@
+"""The service: the seven operations, each reconcile-first, each answering with a pydantic record.
+
+Edges (MCP server, CLI, web view) call these methods and translate; every rule lives here or in
+the core modules this calls (canon, index, reconcile, query, ranking, lifecycle, conflicts).
+"""
+
+from __future__ import annotations
+
+import threading
+import time
+from collections import defaultdict
+from datetime import UTC, date, datetime, timedelta
+from pathlib import Path
+from typing import Any
+
+from ulid import ULID
+
+from . import canon
+from . import index as ix
+from .conflicts import find_neighbours
+from .errors import InputError, NotFoundError, StaleWriteError
+from .lifecycle import check_editable, check_transition
+from .models import (
+    ChainLink,
+    CompactionCandidate,
+    ConflictHistoryEntry,
+    ForgetAnswer,
+    IndexFreshness,
+    MemoryType,
+    Mismatch,
+    ReadAnswer,
+    RecallAnswer,
+    RecallResult,
+    ReindexAnswer,
+    RememberAnswer,
+    ReviewDue,
+    State,
+    StatusAnswer,
+    Trust,
+    UpdateAnswer,
+)
+from .query import Filters, best_line, coverage, fold, plan_and_fetch
+from .ranking import DEFAULT as RANKING
+from .ranking import score
+from .reconcile import StatGate, unparseable_files
+from .session import StoreSession
+from .store import Store, open_store
+
+MAX_TITLE = 200
+MAX_BODY = 200_000
+MAX_ENTITIES = 50
+MAX_ENTITY_LEN = 100
+MAX_SOURCE = 1000
+MAX_QUERY = 2000
+MAX_READ_LINES = 200
+RECALL_LIMIT = (1, 20)
+COMPACTION_MIN_AGE_DAYS = 30
+COMPACTION_MIN_GROUP = 3
+NOT_RESTORED_BY_REBUILD = ["recall counts (heat) when .index/ is deleted or unreadable"]
+UPDATE_OPS = ("edit", "supersede", "set_state", "link", "resolve_conflict")
+FORGET_MODES = ("archive", "deprecate", "purge")
+RESOLUTIONS = ("keep_both", "supersede")
+
+
+def _enum_arg(cls: type, value: str | None, name: str) -> Any:
+    if value is None:
+        return None
+    try:
+        return cls(value)
+    except ValueError:
+        allowed = ", ".join(m.value for m in cls)
+        raise InputError(f"{name}: '{value}' is not one of {allowed}") from None
+
+
+def _check_date(value: str | None, name: str) -> str | None:
+    if value is None or value == "":
+        return None
+    try:
+        return date.fromisoformat(value).isoformat()
+    except ValueError:
+        raise InputError(f"{name}: '{value}' is not a date (YYYY-MM-DD)") from None
+
+
+def _check_title(title: str) -> str:
+    title = " ".join(title.split())
+    if not title:
+        raise InputError("title: must not be empty")
+    if len(title) > MAX_TITLE:
+        raise InputError(f"title: {len(title)} characters, at most {MAX_TITLE}")
+    return title
+
+
+def _check_body(body: str) -> str:
+    if "\x00" in body:
+        raise InputError("body: contains a NUL character")
+    if len(body) > MAX_BODY:
+        raise InputError(f"body: {len(body)} characters, at most {MAX_BODY}")
+    if body.lstrip().startswith("---"):
+        body = "\u200b" + body.lstrip()  # never let a body start a second frontmatter block
+    return body.strip()
+
+
+def _check_entities(entities: list[str] | None) -> list[str]:
+    entities = entities or []
+    if len(entities) > MAX_ENTITIES:
+        raise InputError(f"entities: {len(entities)} given, at most {MAX_ENTITIES}")
+    for e in entities:
+        if not e.strip() or len(e) > MAX_ENTITY_LEN or "\n" in e:
+            raise InputError(f"entities: '{e[:40]}' must be 1..{MAX_ENTITY_LEN} characters on one line")
+    return entities
+
+
+def _check_source(source: str | None) -> str:
+    source = (source or "").strip()
+    if len(source) > MAX_SOURCE or "\n" in source:
+        raise InputError(f"source: at most {MAX_SOURCE} characters on one line")
+    return source
+
+
+class MemoryService:
+    """Serves one base store and its named siblings."""
+
+    def __init__(self, root: Path) -> None:
+        self.root = root.expanduser().absolute()
+        self._sessions: dict[str, StoreSession] = {}
+        self._lock = threading.Lock()
+
+    def session(self, store: str | None = None) -> StoreSession:
+        target: Store = open_store(self.root, store)
+        with self._lock:
+            if target.name not in self._sessions:
+                self._sessions[target.name] = StoreSession(target)
+            return self._sessions[target.name]
+
+    def close(self) -> None:
+        for s in self._sessions.values():
+            s.close()
+
+    # ------------------------------------------------------------ remember
+
+    def remember(
+        self,
+        title: str,
+        body: str,
+        type: str = "fact",
+        trust: str = "user-stated",
+        entities: list[str] | None = None,
+        source: str | None = None,
+        review_after: str | None = None,
+        supersedes: list[str] | None = None,
+        store: str | None = None,
+    ) -> RememberAnswer:
+        title, body = _check_title(title), _check_body(body)
+        mem_type = _enum_arg(MemoryType, type, "type")
+        mem_trust = _enum_arg(Trust, trust, "trust")
+        entities, source = _check_entities(entities), _check_source(source)
+        review = _check_date(review_after, "review_after")
+        supersedes = list(dict.fromkeys(supersedes or []))
+        s = self.session(store)
+        with s.transaction() as report:
+            conn = s.conn
+            existing = ix.find_by_norm_hash(conn, canon.norm_hash(title, body))
+            if existing is not None:
+                return RememberAnswer(
+                    id=existing.id,
+                    path=existing.path,
+                    created=False,
+                    deduplicated_state=existing.state,
+                    index=s.index_report(report),
+                )
+            olds = []
+            for old_id in supersedes:
+                old = ix.get_memory(conn, mem_id=old_id)
+                if old is None:
+                    raise NotFoundError(f"supersedes: no memory with id '{old_id}'")
+                if old.state == State.DEPRECATED.value:
+                    raise InputError(
+                        f"supersedes: '{old_id}' is deprecated; only active or archived can be superseded"
+                    )
+                olds.append(old)
+            entities = s.dictionary.normalise(entities)
+            new_id = str(ULID())
+            now = canon.now_iso()
+            neighbours = [
+                n
+                for n in find_neighbours(
+                    conn,
+                    title=title,
+                    body=body,
+                    mem_type=mem_type.value,
+                    trust=mem_trust.value,
+                    entities=entities,
+                    created=now,
+                    new_id=new_id,
+                )
+                if n.id not in supersedes
+            ]
+            fields: dict[str, Any] = {
+                "id": new_id,
+                "type": mem_type.value,
+                "state": State.ACTIVE.value,
+                "trust": mem_trust.value,
+                "entities": entities,
+                "source": source or None,
+                "created": now,
+                "updated": now,
+                "review_after": review,
+                "supersedes": supersedes,
+                "superseded_by": [],
+            }
+            if neighbours:
+                fields["conflicts"] = [{"with": n.id, "status": "open", "detected": now} for n in neighbours]
+            path = self._new_path(s.store, title, new_id)
+            canon.atomic_write(path, canon.render_new(fields, title, body).encode("utf-8"))
+            rel = s.store.relative(path)
+            changed = [rel]
+            for old in olds:
+                self._link_supersede(s, old, new_id, now)
+                changed.append(old.path)
+            s.write_files(changed)
+            return RememberAnswer(
+                id=new_id,
+                path=rel,
+                created=True,
+                superseded=[o.id for o in olds],
+                conflicts=neighbours,
+                index=s.index_report(report),
+            )
+
+    @staticmethod
+    def _new_path(store: Store, title: str, mem_id: str) -> Path:
+        base = f"{canon.slugify(title)}-{mem_id[-6:].lower()}"
+        path = store.memories_dir / f"{base}.md"
+        n = 2
+        while path.exists():
+            path = store.memories_dir / f"{base}-{n}.md"
+            n += 1
+        return path
+
+    @staticmethod
+    def _link_supersede(s: StoreSession, old: ix.IndexedMemory, new_id: str, now: str) -> None:
+        def mutate(meta: dict) -> None:
+            links = canon._as_list(meta.get("superseded_by"), "superseded_by")
+            if new_id not in links:
+                canon.set_list(meta, "superseded_by", [*links, new_id])
+            if meta.get("state", "active") == State.ACTIVE.value:
+                meta["state"] = State.ARCHIVED.value
+            meta["updated"] = now
+
+        canon.rewrite(s.store.root / old.path, mutate)
+
+    # ------------------------------------------------------------ recall
+
+    def recall(
+        self,
+        query: str,
+        limit: int = 5,
+        type: str | None = None,
+        state: str | None = None,
+        entity: str | None = None,
+        include_deprecated: bool = False,
+        store: str | None = None,
+        touch: bool = True,
+    ) -> RecallAnswer:
+        if not RECALL_LIMIT[0] <= limit <= RECALL_LIMIT[1]:
+            raise InputError(f"limit: {limit} is outside {RECALL_LIMIT[0]}..{RECALL_LIMIT[1]}")
+        if len(query) > MAX_QUERY:
+            raise InputError(f"query: {len(query)} characters, at most {MAX_QUERY}")
+        mem_type = _enum_arg(MemoryType, type, "type")
+        mem_state = _enum_arg(State, state, "state")
+        s = self.session(store)
+        with s.transaction() as report:
+            filters = Filters(
+                types=[mem_type.value] if mem_type else [],
+                states=[mem_state.value] if mem_state else [],
+                entity=s.dictionary.canonical(entity) if entity else None,
+                include_deprecated=include_deprecated,
+            )
+            if not query.strip():
+                return RecallAnswer(query=query, plan="empty query", results=[], index=s.index_report(report))
+            plan_text, results = self._rank(s, query, filters, limit)
+            if touch and results:
+                ix.bump_heat(s.conn, [r.id for r in results], canon.now_iso())
+            return RecallAnswer(query=query, plan=plan_text, results=results, index=s.index_report(report))
+
+    @staticmethod
+    def _rank(s: StoreSession, query: str, filters: Filters, limit: int) -> tuple[str, list[RecallResult]]:
+        plan = plan_and_fetch(s.conn, query, filters, want=limit, dictionary=s.dictionary)
+        plan_text = "+".join(plan.legs) or "no terms"
+        if not plan.candidates:
+            return plan_text, []
+        cands = plan.candidates
+        max_word = max((c.word for c in cands.values()), default=0.0) or 1.0
+        max_tri = max((c.trigram for c in cands.values()), default=0.0) or 1.0
+        mems = ix.memories_by_rowid(s.conn, list(cands))
+        heat = ix.heat_of(s.conn, [m.id for m in mems.values()])
+        now = datetime.now(UTC)
+        scored = []
+        for rowid, c in cands.items():
+            m = mems.get(rowid)
+            if m is None:
+                continue
+            folded = fold(f"{m.title}\n{' '.join(m.entities)}\n{m.body}")
+            recalls, last = heat.get(m.id, (0, None))
+            total, comp = score(
+                word=c.word / max_word,
+                trigram=c.trigram / max_tri,
+                like=c.like,
+                coverage=coverage(plan.terms, folded),
+                trust=m.trust,
+                state=m.state,
+                updated=m.updated,
+                recalls=recalls,
+                last_recalled=last,
+                now=now,
+                k=RANKING,
+            )
+            scored.append((total, m, comp))
+        scored.sort(key=lambda x: (-x[0], x[1].id))
+        return plan_text, [
+            RecallResult(
+                id=m.id,
+                path=m.path,
+                line=best_line(plan.terms, m.title, m.title_line, m.body, m.body_line),
+                title=m.title,
+                excerpt=m.excerpt,
+                score=total,
+                components=comp,
+                type=m.type,
+                state=m.state,
+                trust=m.trust,
+                entities=m.entities,
+                updated=m.updated,
+            )
+            for total, m, comp in scored[:limit]
+        ]
+
+    # ------------------------------------------------------------ read
+
+    def read(
+        self,
+        id: str | None = None,
+        path: str | None = None,
+        from_line: int | None = None,
+        to_line: int | None = None,
+        store: str | None = None,
+    ) -> ReadAnswer:
+        if (id is None) == (path is None):
+            raise InputError("id/path: give exactly one of id or path")
+        s = self.session(store)
+        with s.transaction() as report:
+            if id is not None:
+                mem = ix.get_memory(s.conn, mem_id=id)
+                if mem is None:
+                    raise NotFoundError(f"id: no memory with id '{id}'")
+                rel = mem.path
+            else:
+                full = s.store.resolve_inside(path)
+                rel = s.store.relative(full)
+                if not rel.startswith("memories/") or not rel.endswith(".md"):
+                    raise InputError(f"path: '{path}' is not a memory file (memories/*.md)")
+                if not full.is_file():
+                    raise NotFoundError(f"path: no file at '{path}'")
+                mem = ix.get_memory(s.conn, path=rel)
+            full = s.store.root / rel
+            try:
+                text = canon.decode(full.read_bytes())
+            except canon.CanonError as exc:
+                raise InputError(f"path: '{rel}' cannot be read as text: {exc}") from None
+            lines = text.split("\n")
+            if lines and lines[-1] == "":
+                lines.pop()
+            total = len(lines)
+            start = 1 if from_line is None else from_line
+            if start < 1:
+                raise InputError("from_line: must be at least 1")
+            if to_line is not None and to_line < start:
+                raise InputError("to_line: must not be before from_line")
+            end = min(total, start + MAX_READ_LINES - 1) if to_line is None else to_line
+            if end - start + 1 > MAX_READ_LINES:
+                raise InputError(f"to_line: at most {MAX_READ_LINES} lines per read ({start}..{end} asked)")
+            end = min(end, total)
+            try:
+                frontmatter = canon.read_frontmatter(full)
+            except canon.CanonError:
+                frontmatter = {}
+            answer = ReadAnswer(
+                id=mem.id if mem else None,
+                path=rel,
+                text="\n".join(lines[start - 1 : end]),
+                from_line=start,
+                to_line=end,
+                total_lines=total,
+                frontmatter=frontmatter,
+                index=s.index_report(report),
+            )
+            if mem is not None:
+                answer.supersedes_chain = self._chain(s, mem, "supersedes")
+                answer.superseded_by_chain = self._chain(s, mem, "superseded_by")
+                answer.conflicts = self._conflict_history(s, mem.id)
+            return answer
+
+    @staticmethod
+    def _chain(s: StoreSession, mem: ix.IndexedMemory, direction: str) -> list[ChainLink]:
+        out: list[ChainLink] = []
+        seen = {mem.id}
+        frontier = list(getattr(mem, direction))
+        while frontier:
+            nid = frontier.pop(0)
+            if nid in seen:
+                continue
+            seen.add(nid)
+            other = ix.get_memory(s.conn, mem_id=nid)
+            if other is None:
+                out.append(ChainLink(id=nid, title="(missing)", state="missing", path=None))
+                continue
+            out.append(ChainLink(id=other.id, title=other.title, state=other.state, path=other.path))
+            frontier.extend(getattr(other, direction))
+        return out
+
+    @staticmethod
+    def _conflict_history(s: StoreSession, mem_id: str) -> list[ConflictHistoryEntry]:
+        rows = s.conn.execute(
+            "SELECT pair_hash, a_id, b_id, status, detected, resolution, resolved, note FROM conflicts "
+            "WHERE a_id = ? OR b_id = ? ORDER BY detected",
+            (mem_id, mem_id),
+        )
+        return [
+            ConflictHistoryEntry(
+                pair_hash=r[0],
+                other_id=r[2] if r[1] == mem_id else r[1],
+                status=r[3],
+                detected=r[4],
+                resolution=r[5],
+                resolved=r[6],
+                note=r[7],
+            )
+            for r in rows
+        ]
+
+    # ------------------------------------------------------------ update
+
+    def update(
+        self,
+        op: str,
+        id: str,
+        title: str | None = None,
+        body: str | None = None,
+        type: str | None = None,
+        trust: str | None = None,
+        entities: list[str] | None = None,
+        source: str | None = None,
+        review_after: str | None = None,
+        state: str | None = None,
+        reason: str | None = None,
+        by: str | None = None,
+        other_id: str | None = None,
+        pair_hash: str | None = None,
+        resolution: str | None = None,
+        winner: str | None = None,
+        note: str | None = None,
+        expected_sha256: str | None = None,
+        store: str | None = None,
+    ) -> UpdateAnswer:
+        if op not in UPDATE_OPS:
+            raise InputError(f"op: '{op}' is not one of {', '.join(UPDATE_OPS)}")
+        s = self.session(store)
+        with s.transaction() as report:
+            mem = ix.get_memory(s.conn, mem_id=id)
+            if mem is None:
+                raise NotFoundError(f"id: no memory with id '{id}'")
+            now = canon.now_iso()
+            if op == "edit":
+                changed, message = self._edit(
+                    s, mem, now, title, body, type, trust, entities, source, review_after, expected_sha256
+                )
+            elif op == "supersede":
+                changed, message = self._supersede(s, mem, by, now)
+            elif op == "set_state":
+                changed, message = self._set_state(s, mem, state, reason, now)
+            elif op == "link":
+                changed, message = self._link(s, mem, other_id, now)
+            else:
+                changed, message = self._resolve(s, mem, pair_hash, resolution, winner, note, now)
+            s.write_files([p for _, p in changed])
+            fresh = ix.get_memory(s.conn, mem_id=id)
+            return UpdateAnswer(
+                op=op,
+                id=id,
+                path=fresh.path if fresh else mem.path,
+                state=fresh.state if fresh else mem.state,
+                changed=[i for i, _ in changed],
+                message=message,
+                index=s.index_report(report),
+            )
+
+    def _edit(
+        self,
+        s: StoreSession,
+        mem: ix.IndexedMemory,
+        now: str,
+        title: str | None,
+        body: str | None,
+        type: str | None,
+        trust: str | None,
+        entities: list[str] | None,
+        source: str | None,
+        review_after: str | None,
+        expected_sha256: str | None,
+    ) -> tuple[list[tuple[str, str]], str]:
+        check_editable(State(mem.state))
+        fields: dict[str, Any] = {}
+        if type is not None:
+            fields["type"] = _enum_arg(MemoryType, type, "type").value
+        if trust is not None:
+            fields["trust"] = _enum_arg(Trust, trust, "trust").value
+        if entities is not None:
+            fields["entities"] = s.dictionary.normalise(_check_entities(entities))
+        if source is not None:
+            fields["source"] = _check_source(source)
+        if review_after is not None:
+            fields["review_after"] = _check_date(review_after, "review_after")
+        new_title = _check_title(title) if title is not None else None
+        new_body = _check_body(body) if body is not None else None
+        if not fields and new_title is None and new_body is None:
+            raise InputError(
+                "edit: give at least one of title, body, type, trust, entities, source, review_after"
+            )
+
+        def mutate(meta: dict) -> None:
+            for key, value in fields.items():
+                if value is None:
+                    meta.pop(key, None)
+                elif isinstance(value, list):
+                    canon.set_list(meta, key, value)
+                else:
+                    meta[key] = value
+            meta["updated"] = now
+
+        try:
+            canon.rewrite(s.store.root / mem.path, mutate, new_title, new_body, expected_sha=expected_sha256)
+        except canon.CanonError as exc:
+            raise StaleWriteError(f"expected_sha256: {exc}; nothing was written") from None
+        return [(mem.id, mem.path)], "edited: " + ", ".join(
+            [*fields, *(["title"] if new_title else []), *(["body"] if new_body is not None else [])]
+        )
+
+    def _supersede(
+        self, s: StoreSession, old: ix.IndexedMemory, by: str | None, now: str
+    ) -> tuple[list[tuple[str, str]], str]:
+        if not by:
+            raise InputError("by: supersede needs the id of the memory that replaces this one")
+        new = ix.get_memory(s.conn, mem_id=by)
+        if new is None:
+            raise NotFoundError(f"by: no memory with id '{by}'")
+        if new.id == old.id:
+            raise InputError("by: a memory cannot supersede itself")
+        for m in (old, new):
+            check_editable(State(m.state))
+        if old.id in {c.id for c in self._chain(s, new, "superseded_by")}:
+            raise InputError(
+                f"by: '{by}' is already superseded (directly or not) by '{old.id}': that would be a cycle"
+            )
+        if by in old.superseded_by:
+            raise InputError(f"by: '{old.id}' is already superseded by '{by}'")
+
+        def add_link(meta: dict) -> None:
+            links = canon._as_list(meta.get("supersedes"), "supersedes")
+            canon.set_list(meta, "supersedes", [*links, old.id])
+            meta["updated"] = now
+
+        canon.rewrite(s.store.root / new.path, add_link)
+        self._link_supersede(s, old, new.id, now)
+        return [(new.id, new.path), (old.id, old.path)], f"{old.id} superseded by {new.id}; {old.id} archived"
+
+    def _set_state(
+        self, s: StoreSession, mem: ix.IndexedMemory, state: str | None, reason: str | None, now: str
+    ) -> tuple[list[tuple[str, str]], str]:
+        target = _enum_arg(State, state, "state")
+        if target is None:
+            raise InputError("state: set_state needs a target state")
+        self._transition(s, mem, target, reason, now)
+        return [(mem.id, mem.path)], f"{mem.state} → {target.value}"
+
+    @staticmethod
+    def _transition(
+        s: StoreSession, mem: ix.IndexedMemory, target: State, reason: str | None, now: str
+    ) -> None:
+        check_transition(State(mem.state), target, reason)
+
+        def mutate(meta: dict) -> None:
+            meta["state"] = target.value
+            meta["updated"] = now
+            if target is State.DEPRECATED:
+                meta["deprecated_reason"] = (reason or "").strip()
+
+        canon.rewrite(s.store.root / mem.path, mutate)
+
+    def _link(
+        self, s: StoreSession, mem: ix.IndexedMemory, other_id: str | None, now: str
+    ) -> tuple[list[tuple[str, str]], str]:
+        if not other_id:
+            raise InputError("other_id: link needs the id of the related memory")
+        other = ix.get_memory(s.conn, mem_id=other_id)
+        if other is None:
+            raise NotFoundError(f"other_id: no memory with id '{other_id}'")
+        if other.id == mem.id:
+            raise InputError("other_id: a memory cannot be linked to itself")
+        changed = []
+        for a, b in ((mem, other), (other, mem)):
+            if b.id in a.related:
+                continue
+
+            def mutate(meta: dict, b_id: str = b.id) -> None:
+                links = canon._as_list(meta.get("related"), "related")
+                canon.set_list(meta, "related", [*links, b_id])
+                meta["updated"] = now
+
+            canon.rewrite(s.store.root / a.path, mutate)
+            changed.append((a.id, a.path))
+        if not changed:
+            raise InputError(f"other_id: '{mem.id}' and '{other.id}' are already linked")
+        return changed, f"{mem.id} and {other.id} linked as related"
+
+    def _resolve(
+        self,
+        s: StoreSession,
+        mem: ix.IndexedMemory,
+        pair: str | None,
+        resolution: str | None,
+        winner: str | None,
+        note: str | None,
+        now: str,
+    ) -> tuple[list[tuple[str, str]], str]:
+        if not pair:
+            raise InputError("pair_hash: resolve_conflict needs the conflict's pair_hash")
+        if resolution not in RESOLUTIONS:
+            raise InputError(f"resolution: '{resolution}' is not one of {', '.join(RESOLUTIONS)}")
+        row = s.conn.execute(
+            "SELECT a_id, b_id, recorded_in, status FROM conflicts WHERE pair_hash = ?", (pair,)
+        ).fetchone()
+        if row is None or mem.id not in (row[0], row[1]):
+            raise NotFoundError(f"pair_hash: no conflict '{pair}' involving '{mem.id}'")
+        if row[3] == "resolved":
+            raise InputError(f"pair_hash: conflict '{pair}' is already resolved")
+        a_id, b_id, recorded_in = row[0], row[1], row[2]
+        changed: list[tuple[str, str]] = []
+        message = f"conflict {pair} resolved: {resolution}"
+        if resolution == "supersede":
+            if winner not in (a_id, b_id):
+                raise InputError(f"winner: must be one of the pair ({a_id}, {b_id})")
+            loser = b_id if winner == a_id else a_id
+            loser_mem = ix.get_memory(s.conn, mem_id=loser)
+            if loser_mem is None:
+                raise NotFoundError(f"winner: the other memory '{loser}' is gone")
+            changed, sup_message = self._supersede(s, loser_mem, winner, now)
+            message += f" ({sup_message})"
+        holder = ix.get_memory(s.conn, mem_id=recorded_in)
+        if holder is None:
+            raise NotFoundError(f"pair_hash: the memory recording the conflict ({recorded_in}) is gone")
+        other = a_id if recorded_in == b_id else b_id
+
+        def mutate(meta: dict) -> None:
+            for entry in meta.get("conflicts") or []:
+                if str(entry.get("with")) == other:
+                    entry["status"] = "resolved"
+                    entry["resolution"] = (
+                        resolution if resolution != "supersede" else f"supersede: {winner} wins"
+                    )
+                    entry["resolved"] = now
+                    if note:
+                        entry["note"] = note.strip()
+
+        canon.rewrite(s.store.root / holder.path, mutate)
+        if holder.id not in {i for i, _ in changed}:
+            changed.append((holder.id, holder.path))
+        return changed, message
+
+    # ------------------------------------------------------------ forget
+
+    def forget(
+        self,
+        id: str,
+        mode: str,
+        reason: str | None = None,
+        confirm: bool = False,
+        store: str | None = None,
+    ) -> ForgetAnswer:
+        if mode not in FORGET_MODES:
+            raise InputError(f"mode: '{mode}' is not one of {', '.join(FORGET_MODES)}")
+        s = self.session(store)
+        with s.transaction() as report:
+            mem = ix.get_memory(s.conn, mem_id=id)
+            if mem is None:
+                raise NotFoundError(f"id: no memory with id '{id}'")
+            now = canon.now_iso()
+            if mode == "purge":
+                if confirm is not True:
+                    raise InputError("confirm: purge deletes the file; pass confirm=true to really delete it")
+                (s.store.root / mem.path).unlink()
+                s.write_files([mem.path])
+                return ForgetAnswer(
+                    id=id,
+                    mode=mode,
+                    path=mem.path,
+                    state=None,
+                    message=f"deleted {mem.path} (git history is the backstop)",
+                    index=s.index_report(report),
+                )
+            target = State.ARCHIVED if mode == "archive" else State.DEPRECATED
+            self._transition(s, mem, target, reason, now)
+            s.write_files([mem.path])
+            return ForgetAnswer(
+                id=id,
+                mode=mode,
+                path=mem.path,
+                state=target.value,
+                message=f"{mem.state} → {target.value}",
+                index=s.index_report(report),
+            )
+
+    # ------------------------------------------------------------ status
+
+    def status(self, store: str | None = None) -> StatusAnswer:
+        s = self.session(store)
+        with s.transaction() as report:
+            conn = s.conn
+            by = {}
+            for col in ("state", "type", "trust"):
+                by[col] = {
+                    r[0]: r[1] for r in conn.execute(f"SELECT {col}, count(*) FROM memories GROUP BY {col}")
+                }
+            today = date.today().isoformat()
+            review = [
+                ReviewDue(id=r[0], title=r[1], path=r[2], review_after=r[3])
+                for r in conn.execute(
+                    "SELECT id, title, path, review_after FROM memories WHERE state = 'active' "
+                    "AND review_after IS NOT NULL AND review_after <= ? ORDER BY review_after",
+                    (today,),
+                )
+            ]
+            return StatusAnswer(
+                store=s.store.name,
+                root=str(s.store.root),
+                total=sum(by["state"].values()),
+                by_state=by["state"],
+                by_type=by["type"],
+                by_trust=by["trust"],
+                unresolved_conflicts=s.open_conflicts(),
+                review_due=review,
+                compaction_candidates=self._compaction(s),
+                unparseable=unparseable_files(conn),
+                index=IndexFreshness(
+                    path=s.store.relative(s.store.db_path),
+                    size_bytes=s.db_size(),
+                    schema_version=ix.SCHEMA_VERSION,
+                    built_at=ix.meta_value(conn, "built_at"),
+                    last_reconcile=report,
+                    not_restored_by_rebuild=NOT_RESTORED_BY_REBUILD,
+                ),
+            )
+
+    @staticmethod
+    def _compaction(s: StoreSession) -> list[CompactionCandidate]:
+        cutoff = (datetime.now(UTC) - timedelta(days=COMPACTION_MIN_AGE_DAYS)).isoformat()
+        rows = s.conn.execute(
+            """SELECT e.entity, m.id, m.title, m.created FROM memories m
+               JOIN entities e ON e.memory_rowid = m.rowid
+               LEFT JOIN heat h ON h.memory_id = m.id
+               WHERE m.type = 'episode' AND m.state = 'active' AND m.created < ?
+                 AND coalesce(h.recalls, 0) = 0 AND m.superseded_by = '[]'
+               ORDER BY e.entity, m.created""",
+            (cutoff,),
+        )
+        groups: dict[str, list[tuple[str, str, str]]] = defaultdict(list)
+        for entity, mid, title, created in rows:
+            groups[entity].append((mid, title, created))
+        out = []
+        for entity, items in sorted(groups.items(), key=lambda kv: -len(kv[1])):
+            if len(items) < COMPACTION_MIN_GROUP:
+                continue
+            out.append(
+                CompactionCandidate(
+                    entity=entity,
+                    ids=[i[0] for i in items],
+                    titles=[i[1] for i in items],
+                    oldest=items[0][2],
+                    newest=items[-1][2],
+                    suggestion=(
+                        f"distil these {len(items)} un-recalled episodes about '{entity}' into one knowledge "
+                        "memory that supersedes them (memory_remember type=knowledge supersedes=[...])"
+                    ),
+                )
+            )
+        return out
+
+    # ------------------------------------------------------------ reindex
+
+    def reindex(self, verify: bool = False, store: str | None = None) -> ReindexAnswer:
+        started = time.perf_counter()
+        s = self.session(store)
+        with s.transaction():
+            mismatches = self._verify(s) if verify else []
+            report, _ = s.rebuild()
+            memories = s.conn.execute("SELECT count(*) FROM memories").fetchone()[0]
+            return ReindexAnswer(
+                store=s.store.name,
+                files=report.scanned,
+                memories=memories,
+                unparseable=unparseable_files(s.conn),
+                verified=verify,
+                mismatches=mismatches,
+                seconds=round(time.perf_counter() - started, 4),
+            )
+
+    @staticmethod
+    def _verify(s: StoreSession) -> list[Mismatch]:
+        """Re-hash and re-parse every file; compare with what the index says (before it is rebuilt)."""
+        conn = s.conn
+        out: list[Mismatch] = []
+        disk = StatGate(s.store).scan()
+        files = ix.file_rows(conn)
+        for rel in sorted(files.keys() - disk.keys()):
+            out.append(Mismatch(path=rel, id=files[rel].memory_id, problem="indexed but the file is gone"))
+        indexed_paths = {r[0] for r in conn.execute("SELECT path FROM memories")}
+        for rel in sorted(indexed_paths - disk.keys() - files.keys()):
+            out.append(Mismatch(path=rel, id=None, problem="memory row without a file"))
+        for rel in sorted(disk):
+            if disk[rel].problem:
+                continue
+            row = files.get(rel)
+            data = (s.store.root / rel).read_bytes()
+            sha = canon.sha256_bytes(data)
+            if row is None:
+                out.append(Mismatch(path=rel, id=None, problem="file not in the index"))
+                continue
+            if row.sha256 != sha:
+                out.append(Mismatch(path=rel, id=row.memory_id, problem="sha256 differs from the index"))
+                continue
+            if row.error:
+                continue
+            try:
+                mem = canon.parse(data, Path(rel).stem, "")
+            except canon.CanonError as exc:
+                out.append(Mismatch(path=rel, id=row.memory_id, problem=f"indexed as a memory but: {exc}"))
+                continue
+            got = ix.get_memory(conn, path=rel)
+            if got is None:
+                out.append(Mismatch(path=rel, id=mem.id, problem="parseable file has no memory row"))
+                continue
+            expected = {
+                "id": mem.id,
+                "title": mem.title,
+                "body": mem.body,
+                "state": mem.state.value,
+                "type": mem.type.value,
+                "trust": mem.trust.value,
+                "entities": s.dictionary.normalise(mem.entities),
+                "supersedes": mem.supersedes,
+                "superseded_by": mem.superseded_by,
+            }
+            for key, value in expected.items():
+                if getattr(got, key) != value:
+                    out.append(
+                        Mismatch(path=rel, id=mem.id, problem=f"index field '{key}' differs from the file")
+                    )
+            fts = conn.execute("SELECT title, body FROM fts_word WHERE rowid = ?", (got.rowid,)).fetchone()
+            if fts is None or fts[0] != mem.title or fts[1] != mem.body:
+                out.append(Mismatch(path=rel, id=mem.id, problem="full-text row differs from the file"))
+        return out
