@@ -27,12 +27,8 @@ class _Parser(argparse.ArgumentParser):
 
 
 def build_parser() -> argparse.ArgumentParser:
-    p = _Parser(
-        prog="memory-mcp", description="Local, git-friendly long-term memory for AI agents (MCP, stdio)."
-    )
-    p.add_argument(
-        "--store", type=Path, help="store directory (default: $MEMORY_MCP_ROOT or ~/.memory-mcp/default)"
-    )
+    p = _Parser(prog="memory-mcp", description="Local, git-friendly long-term memory for AI agents (MCP, stdio).")
+    p.add_argument("--store", type=Path, help="store directory (default: $MEMORY_MCP_ROOT or ~/.memory-mcp/default)")
     sub = p.add_subparsers(dest="command", parser_class=_Parser)
     sub.add_parser("serve", help="serve the MCP tools over stdio (the default)")
 
@@ -91,9 +87,7 @@ def main(argv: list[str] | None = None) -> int:
 
 def _run(service: MemoryService, args: argparse.Namespace) -> int:
     if args.command == "recall":
-        answer = service.recall(
-            args.query, args.limit, args.type, args.state, args.entity, args.include_deprecated
-        )
+        answer = service.recall(args.query, args.limit, args.type, args.state, args.entity, args.include_deprecated)
         _emit(answer, args.json, _recall_text)
     elif args.command == "remember":
         body = args.body if args.body not in (None, "-") else sys.stdin.read()
@@ -151,10 +145,7 @@ def _index_lines(index) -> list[str]:
         + (f" (rebuilt: {rec.rebuild_reason})" if rec.rebuilt else "")
     ]
     out += [f"-- unparseable: {u.path}: {u.reason}" for u in index.unparseable]
-    out += [
-        f"-- unresolved conflict {c.pair_hash}: {c.a_title} <> {c.b_title}"
-        for c in index.unresolved_conflicts
-    ]
+    out += [f"-- unresolved conflict {c.pair_hash}: {c.a_title} <> {c.b_title}" for c in index.unresolved_conflicts]
     return out
 
 

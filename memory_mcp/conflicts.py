@@ -101,8 +101,7 @@ def find_neighbours(
                 text_similarity=round(sim, 3),
                 days_apart=_days_between(created, mem.created),
                 latest_wins_eligible=(
-                    mem_type in TIME_VARYING_TYPES
-                    and TRUST_RANK.get(trust, 0) >= TRUST_RANK.get(mem.trust, 0)
+                    mem_type in TIME_VARYING_TYPES and TRUST_RANK.get(trust, 0) >= TRUST_RANK.get(mem.trust, 0)
                 ),
                 pair_hash=ix.pair_hash(mem.id, new_id),
             )

@@ -352,9 +352,7 @@ def heat_of(conn: sqlite3.Connection, ids: list[str]) -> dict[str, tuple[int, st
     if not ids:
         return {}
     marks = ",".join("?" * len(ids))
-    rows = conn.execute(
-        f"SELECT memory_id, recalls, last_recalled FROM heat WHERE memory_id IN ({marks})", ids
-    )
+    rows = conn.execute(f"SELECT memory_id, recalls, last_recalled FROM heat WHERE memory_id IN ({marks})", ids)
     return {r[0]: (r[1], r[2]) for r in rows}
 
 

@@ -35,6 +35,4 @@ def check_transition(current: State, target: State, reason: str | None = None) -
 
 def check_editable(current: State) -> None:
     if current is State.DEPRECATED:
-        raise TransitionError(
-            "a deprecated memory cannot be edited (it is terminal; remember a new one instead)"
-        )
+        raise TransitionError("a deprecated memory cannot be edited (it is terminal; remember a new one instead)")

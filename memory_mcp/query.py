@@ -203,11 +203,7 @@ def plan_and_fetch(
         plan.legs.append("any-term")
         seen = {r for r, _ in hits}
         # all-terms hits keep their rank above any-term hits: they are placed first with their score
-        extra = [
-            (r, s)
-            for r, s in run_fts("fts_word", word_match(terms, all_terms=False), weights)
-            if r not in seen
-        ]
+        extra = [(r, s) for r, s in run_fts("fts_word", word_match(terms, all_terms=False), weights) if r not in seen]
         hits += extra
     for rowid, s in hits:
         plan.candidates.setdefault(rowid, Candidate(rowid)).word = max(s, 0.0)

@@ -18,9 +18,7 @@ class RankingConstants:
     trust: dict[str, float] = field(
         default_factory=lambda: {"user-stated": 1.0, "imported": 0.9, "agent-inferred": 0.8}
     )
-    state: dict[str, float] = field(
-        default_factory=lambda: {"active": 1.0, "archived": 0.6, "deprecated": 0.25}
-    )
+    state: dict[str, float] = field(default_factory=lambda: {"active": 1.0, "archived": 0.6, "deprecated": 0.25})
     # bm25 column weights: a hit in the title or entities says more than one in the body
     column_weights: tuple[float, float, float] = (3.0, 2.0, 1.0)
     # how the three text legs mix into `text` (each leg normalised to 0..1 within the query)
@@ -60,9 +58,7 @@ def heat(recalls: int, last_recalled: str | None, now: datetime, k: RankingConst
     return k.heat_max * volume * 0.5 ** (age_days(last_recalled, now) / k.heat_half_life_days)
 
 
-def text_score(
-    word: float, trigram: float, like: float, coverage: float, k: RankingConstants = DEFAULT
-) -> float:
+def text_score(word: float, trigram: float, like: float, coverage: float, k: RankingConstants = DEFAULT) -> float:
     mix = (k.word_weight * word + k.trigram_weight * trigram + k.like_weight * like) / (
         k.word_weight + k.trigram_weight + (k.like_weight if like > 0 else 0.0)
     )

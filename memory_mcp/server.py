@@ -66,12 +66,8 @@ def build_server(service: MemoryService) -> MCPServer:
         body: Annotated[str, Field(description="Markdown body; its first paragraph is the recall excerpt.")],
         type: TypeName = "fact",
         trust: TrustName = "user-stated",
-        entities: Annotated[
-            list[str] | None, Field(description="People, projects, systems it is about.")
-        ] = None,
-        source: Annotated[
-            str | None, Field(description="Where this came from (conversation, URL, file).")
-        ] = None,
+        entities: Annotated[list[str] | None, Field(description="People, projects, systems it is about.")] = None,
+        source: Annotated[str | None, Field(description="Where this came from (conversation, URL, file).")] = None,
         review_after: Annotated[str | None, Field(description="YYYY-MM-DD: when to re-check it.")] = None,
         supersedes: Annotated[
             list[str] | None, Field(description="Ids this memory replaces (they are archived).")
@@ -125,13 +121,9 @@ def build_server(service: MemoryService) -> MCPServer:
         reason: Annotated[str | None, Field(description="set_state to deprecated: why.")] = None,
         by: Annotated[str | None, Field(description="supersede: id of the memory replacing `id`.")] = None,
         other_id: Annotated[str | None, Field(description="link: id of the related memory.")] = None,
-        pair_hash: Annotated[
-            str | None, Field(description="resolve_conflict: the conflict's pair_hash.")
-        ] = None,
+        pair_hash: Annotated[str | None, Field(description="resolve_conflict: the conflict's pair_hash.")] = None,
         resolution: Literal["keep_both", "supersede"] | None = None,
-        winner: Annotated[
-            str | None, Field(description="resolve_conflict with supersede: the id that wins.")
-        ] = None,
+        winner: Annotated[str | None, Field(description="resolve_conflict with supersede: the id that wins.")] = None,
         note: str | None = None,
         expected_sha256: Annotated[
             str | None,
@@ -152,9 +144,7 @@ def build_server(service: MemoryService) -> MCPServer:
         id: str,
         mode: Literal["archive", "deprecate", "purge"],
         reason: Annotated[str | None, Field(description="Required for deprecate.")] = None,
-        confirm: Annotated[
-            bool, Field(description="Required (true) for purge, which deletes the file.")
-        ] = False,
+        confirm: Annotated[bool, Field(description="Required (true) for purge, which deletes the file.")] = False,
         store: StoreArg = None,
     ) -> ForgetAnswer:
         """Archive (kept, ranked lower), deprecate (kept, hidden from recall; reason required) or purge
@@ -170,9 +160,7 @@ def build_server(service: MemoryService) -> MCPServer:
     @server.tool(title="Reindex", annotations=ToolAnnotations(read_only_hint=False, idempotent_hint=True))
     @_tool_errors
     def memory_reindex(
-        verify: Annotated[
-            bool, Field(description="Re-hash every file and report index/canon mismatches.")
-        ] = False,
+        verify: Annotated[bool, Field(description="Re-hash every file and report index/canon mismatches.")] = False,
         store: StoreArg = None,
     ) -> ReindexAnswer:
         """Rebuild the derived index from the Markdown files (nothing in the canon changes)."""

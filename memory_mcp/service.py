@@ -174,9 +174,7 @@ class MemoryService:
                 if old is None:
                     raise NotFoundError(f"supersedes: no memory with id '{old_id}'")
                 if old.state == State.DEPRECATED.value:
-                    raise InputError(
-                        f"supersedes: '{old_id}' is deprecated; only active or archived can be superseded"
-                    )
+                    raise InputError(f"supersedes: '{old_id}' is deprecated; only active or archived can be superseded")
                 olds.append(old)
             entities = s.dictionary.normalise(entities)
             new_id = str(ULID())
@@ -523,9 +521,7 @@ class MemoryService:
         new_title = _check_title(title) if title is not None else None
         new_body = _check_body(body) if body is not None else None
         if not fields and new_title is None and new_body is None:
-            raise InputError(
-                "edit: give at least one of title, body, type, trust, entities, source, review_after"
-            )
+            raise InputError("edit: give at least one of title, body, type, trust, entities, source, review_after")
 
         def mutate(meta: dict) -> None:
             for key, value in fields.items():
@@ -558,9 +554,7 @@ class MemoryService:
         for m in (old, new):
             check_editable(State(m.state))
         if old.id in {c.id for c in self._chain(s, new, "superseded_by")}:
-            raise InputError(
-                f"by: '{by}' is already superseded (directly or not) by '{old.id}': that would be a cycle"
-            )
+            raise InputError(f"by: '{by}' is already superseded (directly or not) by '{old.id}': that would be a cycle")
         if by in old.superseded_by:
             raise InputError(f"by: '{old.id}' is already superseded by '{by}'")
 
@@ -583,9 +577,7 @@ class MemoryService:
         return [(mem.id, mem.path)], f"{mem.state} → {target.value}"
 
     @staticmethod
-    def _transition(
-        s: StoreSession, mem: ix.IndexedMemory, target: State, reason: str | None, now: str
-    ) -> None:
+    def _transition(s: StoreSession, mem: ix.IndexedMemory, target: State, reason: str | None, now: str) -> None:
         check_transition(State(mem.state), target, reason)
 
         def mutate(meta: dict) -> None:
@@ -664,9 +656,7 @@ class MemoryService:
             for entry in meta.get("conflicts") or []:
                 if str(entry.get("with")) == other:
                     entry["status"] = "resolved"
-                    entry["resolution"] = (
-                        resolution if resolution != "supersede" else f"supersede: {winner} wins"
-                    )
+                    entry["resolution"] = resolution if resolution != "supersede" else f"supersede: {winner} wins"
                     entry["resolved"] = now
                     if note:
                         entry["note"] = note.strip()
@@ -727,9 +717,7 @@ class MemoryService:
             conn = s.conn
             by = {}
             for col in ("state", "type", "trust"):
-                by[col] = {
-                    r[0]: r[1] for r in conn.execute(f"SELECT {col}, count(*) FROM memories GROUP BY {col}")
-                }
+                by[col] = {r[0]: r[1] for r in conn.execute(f"SELECT {col}, count(*) FROM memories GROUP BY {col}")}
             today = date.today().isoformat()
             review = [
                 ReviewDue(id=r[0], title=r[1], path=r[2], review_after=r[3])
@@ -861,9 +849,7 @@ class MemoryService:
             }
             for key, value in expected.items():
                 if getattr(got, key) != value:
-                    out.append(
-                        Mismatch(path=rel, id=mem.id, problem=f"index field '{key}' differs from the file")
-                    )
+                    out.append(Mismatch(path=rel, id=mem.id, problem=f"index field '{key}' differs from the file"))
             fts = conn.execute("SELECT title, body FROM fts_word WHERE rowid = ?", (got.rowid,)).fetchone()
             if fts is None or fts[0] != mem.title or fts[1] != mem.body:
                 out.append(Mismatch(path=rel, id=mem.id, problem="full-text row differs from the file"))

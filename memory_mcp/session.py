@@ -137,10 +137,7 @@ class StoreSession:
         """Drop the index file and rebuild it from canon; recall counts are carried over when readable."""
         heat: dict[str, tuple[int, str]] = {}
         try:
-            heat = {
-                r[0]: (r[1], r[2])
-                for r in self.conn.execute("SELECT memory_id, recalls, last_recalled FROM heat")
-            }
+            heat = {r[0]: (r[1], r[2]) for r in self.conn.execute("SELECT memory_id, recalls, last_recalled FROM heat")}
         except sqlite3.DatabaseError:
             pass
         self.conn.close()
