@@ -1,0 +1,170 @@
+"""Helpers for the test suite: a real stdio server, an in-memory client, and canon-file utilities.
+
+The stdio helper starts `python -m memory_mcp --store <tmp>` and talks to it with the SDK's
+`mcp.Client`, so tests go through the same process boundary, JSON-RPC framing and schema
+validation a real MCP client does. Files under `<store>/memories/` are written by hand between
+calls to play the person editing their memories in an editor.
+"""
+
+from __future__ import annotations
+
+import os
+import sqlite3
+import sys
+import time
+from collections.abc import AsyncIterator
+from contextlib import asynccontextmanager
+from pathlib import Path
+from typing import Any
+
+import mcp
+from ruamel.yaml import YAML
+
+from memory_mcp.server import build_server
+from memory_mcp.service import MemoryService
+
+REPO = Path(__file__).resolve().parent.parent
+EXAMPLE_STORE = REPO / "example_store"
+TOOL_NAMES = {
+    "memory_remember",
+    "memory_recall",
+    "memory_read",
+    "memory_update",
+    "memory_forget",
+    "memory_status",
+    "memory_reindex",
+}
+
+
+def server_env(root: Path) -> dict[str, str]:
+    # the SDK passes only a short allow-list to the child: give it what it needs, and a HOME that
+    # is not the developer's, so nothing can touch a real ~/.memory-mcp
+    return {
+        "HOME": str(root.parent),
+        "PATH": os.environ.get("PATH", ""),
+        "MEMORY_MCP_ROOT": str(root),
+        "PYTHONPATH": str(REPO),
+        "PYTHONDONTWRITEBYTECODE": "1",
+    }
+
+
+class Tools:
+    """Thin wrapper: `ok()` asserts success and returns the structured answer, `err()` the error text."""
+
+    def __init__(self, client: mcp.Client) -> None:
+        self.client = client
+
+    async def raw(self, name: str, **args: Any) -> Any:
+        return await self.client.call_tool(name, {k: v for k, v in args.items() if v is not None})
+
+    async def ok(self, name: str, **args: Any) -> dict[str, Any]:
+        r = await self.raw(name, **args)
+        assert not r.is_error, f"{name}({args}) failed: {result_text(r)}"
+        assert r.structured_content is not None, f"{name} returned no structured content"
+        return r.structured_content
+
+    async def err(self, name: str, **args: Any) -> str:
+        r = await self.raw(name, **args)
+        assert r.is_error, f"{name}({args}) should have failed but answered {r.structured_content}"
+        return result_text(r)
+
+    async def remember(self, title: str, body: str, **kw: Any) -> dict[str, Any]:
+        return await self.ok("memory_remember", title=title, body=body, **kw)
+
+    async def recall(self, query: str, **kw: Any) -> dict[str, Any]:
+        return await self.ok("memory_recall", query=query, **kw)
+
+    async def recall_ids(self, query: str, **kw: Any) -> list[str]:
+        kw.setdefault("limit", 20)
+        return [r["id"] for r in (await self.recall(query, **kw))["results"]]
+
+    async def read(self, **kw: Any) -> dict[str, Any]:
+        return await self.ok("memory_read", **kw)
+
+    async def status(self) -> dict[str, Any]:
+        return await self.ok("memory_status")
+
+
+def result_text(result: Any) -> str:
+    return " ".join(getattr(c, "text", "") for c in result.content)
+
+
+@asynccontextmanager
+async def stdio_tools(root: Path, mode: str = "auto") -> AsyncIterator[Tools]:
+    """One real `memory-mcp` process on `root`, spoken to over stdio."""
+    params = mcp.StdioServerParameters(
+        command=sys.executable,
+        args=["-m", "memory_mcp", "--store", str(root)],
+        env=server_env(root),
+        cwd=str(root.parent),
+    )
+    async with mcp.Client(params, mode=mode) as client:
+        yield Tools(client)
+
+
+@asynccontextmanager
+async def memory_tools(root: Path) -> AsyncIterator[Tools]:
+    """The same server in process (the fast path for many small cases)."""
+    service = MemoryService(root)
+    try:
+        async with mcp.Client(build_server(service)) as client:
+            yield Tools(client)
+    finally:
+        service.close()
+
+
+# ---------------------------------------------------------------- canon files by hand
+
+
+def hand_memory(
+    mem_id: str,
+    title: str,
+    body: str,
+    *,
+    state: str = "active",
+    type: str = "fact",
+    entities: list[str] | None = None,
+    extra: str = "",
+) -> str:
+    """A canon file as a person would type it."""
+    ents = ", ".join(entities or [])
+    return (
+        f"---\nid: {mem_id}\ntype: {type}\nstate: {state}\ntrust: user-stated\nentities: [{ents}]\n"
+        f"created: 2026-01-05T10:00:00Z\nupdated: 2026-01-05T10:00:00Z\n{extra}---\n# {title}\n\n{body}\n"
+    )
+
+
+def write_file(path: Path, text: str) -> None:
+    """Write like an editor would (in place); the next tool call must notice."""
+    path.parent.mkdir(parents=True, exist_ok=True)
+    path.write_text(text, encoding="utf-8")
+
+
+def frontmatter(path: Path) -> dict[str, Any]:
+    text = path.read_text(encoding="utf-8")
+    assert text.startswith("---\n"), f"{path} has no frontmatter"
+    return YAML(typ="safe").load(text[4 : text.index("\n---", 3)]) or {}
+
+
+def settle() -> None:
+    """Let files just written age past the reconciler's racy window (50 ms)."""
+    time.sleep(0.12)
+
+
+def db_path(root: Path) -> Path:
+    return root / ".index" / "index.sqlite3"
+
+
+def tamper(root: Path, sql: str, params: tuple = ()) -> None:
+    """Change the derived index behind the server's back (as a bug or a stray tool might)."""
+    conn = sqlite3.connect(db_path(root), timeout=30)
+    try:
+        with conn:
+            cur = conn.execute(sql, params)
+            assert cur.rowcount >= 1, f"tamper changed nothing: {sql}"
+    finally:
+        conn.close()
+
+
+def reconcile_of(answer: dict[str, Any]) -> dict[str, Any]:
+    return answer["index"]["reconcile"]

@@ -1,0 +1,43 @@
+"""The real stdio server speaks both protocol generations and advertises the seven tools."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+
+from .helpers import TOOL_NAMES, stdio_tools
+
+pytestmark = pytest.mark.anyio
+
+
+@pytest.mark.parametrize("mode", ["legacy", "auto"])
+async def test_tools_listed_and_callable_in_both_protocol_modes(store: Path, mode: str) -> None:
+    async with stdio_tools(store, mode=mode) as t:
+        listed = await t.client.list_tools()
+        by_name = {tool.name: tool for tool in listed.tools}
+        assert set(by_name) == TOOL_NAMES
+        for tool in listed.tools:
+            assert tool.description, f"{tool.name} has no description"
+            assert tool.output_schema is not None, f"{tool.name} has no output schema"
+        # read-only tools say so; forget is flagged destructive
+        assert by_name["memory_recall"].annotations.read_only_hint is True
+        assert by_name["memory_forget"].annotations.destructive_hint is True
+
+        made = await t.remember(f"Protocol {mode} check", f"The {mode} handshake stores and recalls memories.")
+        assert made["created"] is True
+        assert (store / made["path"]).is_file()
+        found = await t.recall(f"{mode} handshake")
+        assert [r["id"] for r in found["results"]] == [made["id"]]
+        # errors reach the model as readable tool errors, not protocol failures
+        message = await t.err("memory_read", id="no-such-id")
+        assert "no memory with id 'no-such-id'" in message
+
+
+async def test_unknown_tool_and_bad_argument_types_are_tool_errors(tools) -> None:
+    r = await tools.client.call_tool("memory_nonexistent", {})
+    assert r.is_error
+    message = await tools.err("memory_recall", query="x", limit="many")
+    assert "limit" in message
+    message = await tools.err("memory_forget", id="x", mode="shred")
+    assert "mode" in message
