@@ -1,0 +1,540 @@
+"""Layered settings: every tunable declared once, read from TOML files, the environment and `--set`.
+
+Layers, lowest first: packaged defaults < user file (`$XDG_CONFIG_HOME/memory-mcp/config.toml`, else
+`~/.config/memory-mcp/config.toml`) < project file (`<project-root>/.memory/config.toml`) < `--config PATH`
+< environment (`MEMORY_MCP_SECTION__KEY`, plus `MEMORY_MCP_ROOT` for `scopes.global_root`) < `--set key=value`.
+
+Each value is validated in the layer that sets it, so an unknown key (a typo), a wrong type or an
+out-of-range value is refused with a message naming the key and the layer. A later layer replaces a
+value wholesale, lists included (`documents.sources` is not merged across layers).
+"""
+
+from __future__ import annotations
+
+import difflib
+import os
+import re
+import tomllib
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass
+from pathlib import Path
+from types import MappingProxyType
+from typing import Any
+
+from .errors import MemoryMcpError
+from .ranking import RankingConstants
+
+ENV_PREFIX = "MEMORY_MCP_"
+# Older single-purpose variables that keep working; each names the setting it stands for.
+ENV_ALIASES = {"MEMORY_MCP_ROOT": "scopes.global_root"}
+PROJECT_FILE = Path(".memory") / "config.toml"
+DEFAULT_ORIGIN = "default"
+SET_ORIGIN = "--set"
+# Settings a project file (which arrives with a cloned repository) may not change: they belong to the account.
+ACCOUNT_ONLY = frozenset({"scopes.global_root"})
+SOURCE_LABEL = re.compile(r"^[A-Za-z0-9][A-Za-z0-9_.-]{0,63}$")
+
+
+class ConfigError(MemoryMcpError):
+    """A setting that cannot be used: the message names the key (or file) and the layer."""
+
+
+@dataclass(frozen=True)
+class Setting:
+    key: str
+    default: Any
+    kind: str  # bool | int | float | str | path | list[str] | tables
+    minimum: float | None = None
+    maximum: float | None = None
+    choices: tuple | None = None
+    help: str = ""
+
+
+def _f(key: str, default: float, lo: float, hi: float, help: str) -> Setting:
+    return Setting(key, default, "float", lo, hi, None, help)
+
+
+def _i(key: str, default: int, lo: int, hi: int, help: str) -> Setting:
+    return Setting(key, default, "int", lo, hi, None, help)
+
+
+SETTINGS: tuple[Setting, ...] = (
+    # ranking: score = text × trust × state × (1 + freshness + heat); see ranking.py
+    _f("ranking.trust.user-stated", 1.0, 0.0, 10.0, "score multiplier for memories the person stated"),
+    _f("ranking.trust.imported", 0.9, 0.0, 10.0, "score multiplier for imported memories"),
+    _f("ranking.trust.agent-inferred", 0.8, 0.0, 10.0, "score multiplier for memories an agent inferred"),
+    _f("ranking.state.active", 1.0, 0.0, 10.0, "score multiplier for active memories"),
+    _f("ranking.state.archived", 0.6, 0.0, 10.0, "score multiplier for archived memories"),
+    _f("ranking.state.deprecated", 0.25, 0.0, 10.0, "score multiplier for deprecated memories"),
+    _f("ranking.weight.title", 3.0, 0.0, 100.0, "bm25 weight of a hit in the title"),
+    _f("ranking.weight.entities", 2.0, 0.0, 100.0, "bm25 weight of a hit in the entities"),
+    _f("ranking.weight.body", 1.0, 0.0, 100.0, "bm25 weight of a hit in the body"),
+    _f("ranking.word_weight", 0.5, 0.0, 10.0, "share of the word (FTS5) leg in the text score"),
+    _f("ranking.trigram_weight", 0.5, 0.0, 10.0, "share of the trigram leg in the text score"),
+    _f("ranking.like_weight", 0.3, 0.0, 10.0, "share of the LIKE (substring) leg in the text score"),
+    _f("ranking.coverage_floor", 0.4, 0.0, 1.0, "text is scaled by floor + (1-floor)·share of query terms found"),
+    _f("ranking.freshness_max", 0.2, 0.0, 5.0, "freshness bonus of a memory updated just now"),
+    _f("ranking.freshness_half_life_days", 90.0, 0.01, 36500.0, "days after which the freshness bonus halves"),
+    _f("ranking.heat_max", 0.15, 0.0, 5.0, "heat bonus of a memory recalled often and lately"),
+    _f("ranking.heat_saturation_recalls", 10.0, 1.0, 1e6, "recall count at which heat volume saturates"),
+    _f("ranking.heat_half_life_days", 30.0, 0.01, 36500.0, "days after which the heat bonus halves"),
+    # input limits (service.py)
+    _i("limits.max_title", 200, 1, 10_000, "longest title, in characters"),
+    _i("limits.max_body", 200_000, 1, 10_000_000, "longest body, in characters"),
+    _i("limits.max_entities", 50, 0, 10_000, "most entities on one memory"),
+    _i("limits.max_entity_len", 100, 1, 10_000, "longest entity name, in characters"),
+    _i("limits.max_source", 1000, 1, 100_000, "longest source field, in characters"),
+    _i("limits.max_query", 2000, 1, 100_000, "longest recall query, in characters"),
+    _i("limits.max_read_lines", 200, 1, 100_000, "most lines one read returns"),
+    # recall
+    _i("recall.default_limit", 5, 1, 1000, "results returned when the caller gives no limit"),
+    _i("recall.max_limit", 20, 1, 1000, "largest limit a caller may ask for"),
+    # status: compaction candidates
+    _i("compaction.min_age_days", 30, 0, 36500, "memories younger than this are never compaction candidates"),
+    _i("compaction.min_group", 3, 2, 10_000, "smallest group of similar memories worth compacting"),
+    # conflict gate (conflicts.py)
+    _f("conflicts.near_text_similarity", 0.5, 0.0, 1.0, "word-set similarity at which two memories are neighbours"),
+    _i("conflicts.max_conflicts", 5, 0, 1000, "most conflict candidates reported for one new memory"),
+    # reconcile (reconcile.py)
+    _i(
+        "reconcile.racy_window_ns",
+        50_000_000,
+        0,
+        10_000_000_000,
+        "files modified this recently (ns) are re-hashed even if the stat gate matches",
+    ),
+    # canon (canon.py)
+    _i("canon.max_file_bytes", 1024 * 1024, 1024, 100 * 1024 * 1024, "largest memory file that is parsed"),
+    # scopes
+    Setting("scopes.global_root", "~/.memory-mcp/default", "path", help="the account (global) store directory"),
+    Setting("scopes.local_dir", ".memory", "str", help="the project (local) store, relative to the project root"),
+    # indexed documents
+    Setting(
+        "documents.sources",
+        [],
+        "tables",
+        help="read-only document sources: [[documents.sources]] label, path, extensions, ignore, max_file_bytes",
+    ),
+    _i("documents.chunk_chars", 1200, 100, 100_000, "chunk size for documents without #/##/### headings"),
+)
+
+_BY_KEY: dict[str, Setting] = {s.key: s for s in SETTINGS}
+
+# documents.sources entries: sub-key -> (default, kind, minimum, maximum); label is required
+SOURCE_FIELDS: dict[str, tuple[Any, str, float | None, float | None]] = {
+    "label": (None, "str", None, None),
+    "path": (".", "str", None, None),
+    "extensions": ([".md", ".txt"], "list[str]", None, None),
+    "ignore": ([".git/**", "node_modules/**", ".memory/**"], "list[str]", None, None),
+    "max_file_bytes": (1_000_000, "int", 1, 1024 * 1024 * 1024),
+}
+
+
+def _env_form(key: str) -> str:
+    return (ENV_PREFIX + key.replace(".", "__")).upper().replace("-", "_")
+
+
+# env names are case-insensitive and `-` in a key is written `_`; the mapping must stay one-to-one
+_BY_ENV: dict[str, str] = {_env_form(s.key): s.key for s in SETTINGS}
+assert len(_BY_ENV) == len(SETTINGS), "two settings share an environment name"
+
+
+@dataclass(frozen=True)
+class DocumentSource:
+    label: str
+    path: Path  # absolute
+    extensions: tuple[str, ...]
+    ignore: tuple[str, ...]
+    max_file_bytes: int
+
+
+@dataclass(frozen=True)
+class Settings:
+    values: Mapping[str, Any]
+    origins: Mapping[str, str]
+    # relative document source paths resolve against this (else the working directory)
+    project_root: Path | None = None
+    # every layer consulted, in order, e.g. "user file /root/.config/memory-mcp/config.toml (absent)"
+    layers: tuple[str, ...] = ()
+
+    def get(self, key: str) -> Any:
+        try:
+            return self.values[key]
+        except KeyError:
+            raise KeyError(f"{key}: no such setting{_suggest(key, self.values)}") from None
+
+    def ranking(self) -> RankingConstants:
+        g = self.values
+        return RankingConstants(
+            trust={t: g[f"ranking.trust.{t}"] for t in ("user-stated", "imported", "agent-inferred")},
+            state={s: g[f"ranking.state.{s}"] for s in ("active", "archived", "deprecated")},
+            column_weights=(g["ranking.weight.title"], g["ranking.weight.entities"], g["ranking.weight.body"]),
+            word_weight=g["ranking.word_weight"],
+            trigram_weight=g["ranking.trigram_weight"],
+            like_weight=g["ranking.like_weight"],
+            coverage_floor=g["ranking.coverage_floor"],
+            freshness_max=g["ranking.freshness_max"],
+            freshness_half_life_days=g["ranking.freshness_half_life_days"],
+            heat_max=g["ranking.heat_max"],
+            heat_saturation_recalls=g["ranking.heat_saturation_recalls"],
+            heat_half_life_days=g["ranking.heat_half_life_days"],
+        )
+
+    def document_sources(self) -> list[DocumentSource]:
+        base = self.project_root if self.project_root is not None else Path.cwd()
+        return [
+            DocumentSource(
+                label=s["label"],
+                path=_resolve(s["path"], base),
+                extensions=tuple(s["extensions"]),
+                ignore=tuple(s["ignore"]),
+                max_file_bytes=s["max_file_bytes"],
+            )
+            for s in self.values["documents.sources"]
+        ]
+
+    def global_root(self) -> Path:
+        """The account store directory, absolute (`~` expanded, relative to the working directory)."""
+        return Path(os.path.abspath(self.values["scopes.global_root"]))
+
+    def local_root(self) -> Path | None:
+        """The project store `<project-root>/<scopes.local_dir>`, or None when no project is bound."""
+        if self.project_root is None:
+            return None
+        return self.project_root / self.values["scopes.local_dir"]
+
+
+def _resolve(path: str, base: Path) -> Path:
+    p = Path(path).expanduser()
+    return Path(os.path.normpath(p if p.is_absolute() else base / p))
+
+
+def _suggest(key: str, known: Any) -> str:
+    close = difflib.get_close_matches(key, list(known), n=1, cutoff=0.6)
+    return f"; did you mean {close[0]}?" if close else ""
+
+
+# ---------------------------------------------------------------- validation
+
+
+def _type_name(value: Any) -> str:
+    return type(value).__name__
+
+
+def _check_value(name: str, value: Any, kind: str, lo: float | None, hi: float | None, layer: str) -> Any:
+    """One value of a declared kind, normalised (ints widen to float); raises naming key and layer."""
+
+    def bad(problem: str) -> ConfigError:
+        return ConfigError(f"{name}: {problem} (in {layer})")
+
+    if kind == "bool":
+        if not isinstance(value, bool):
+            raise bad(f"expected true or false, got {value!r} ({_type_name(value)})")
+        return value
+    if kind in ("int", "float"):
+        # bool is an int in Python; `true` is never a number here
+        ok = isinstance(value, int) if kind == "int" else isinstance(value, int | float)
+        if isinstance(value, bool) or not ok:
+            want = "an integer" if kind == "int" else "a number"
+            raise bad(f"expected {want}, got {value!r} ({_type_name(value)})")
+        if kind == "float":
+            value = float(value)
+            if value != value or value in (float("inf"), float("-inf")):
+                raise bad(f"expected a finite number, got {value!r}")
+        if (lo is not None and value < lo) or (hi is not None and value > hi):
+            raise bad(f"{value!r} is outside {_num(lo)}..{_num(hi)}")
+        return value
+    if kind in ("str", "path"):
+        if not isinstance(value, str) or not value.strip():
+            raise bad(f"expected a non-empty string, got {value!r} ({_type_name(value)})")
+        return Path(value).expanduser() if kind == "path" else value
+    if kind == "list[str]":
+        if not isinstance(value, list) or not all(isinstance(v, str) for v in value):
+            raise bad(f"expected a list of strings, got {value!r}")
+        return list(value)
+    raise AssertionError(f"unknown kind {kind}")
+
+
+def _num(x: float | None) -> str:
+    if x is None:
+        return ""
+    return str(int(x)) if float(x).is_integer() else str(x)
+
+
+def _check_sources(value: Any, layer: str, project_root: Path | None) -> list[dict[str, Any]]:
+    key = "documents.sources"
+    if not isinstance(value, list) or not all(isinstance(v, dict) for v in value):
+        raise ConfigError(
+            f"{key}: expected a list of tables ([[documents.sources]] in TOML), got {value!r} (in {layer})"
+        )
+    out: list[dict[str, Any]] = []
+    seen: dict[str, int] = {}
+    for n, table in enumerate(value):
+        where = f"{key}[{n}]"
+        for sub in table:
+            if sub not in SOURCE_FIELDS:
+                raise ConfigError(
+                    f"{where}.{sub}: unknown key (in {layer}){_suggest(sub, SOURCE_FIELDS)}; "
+                    f"allowed: {', '.join(SOURCE_FIELDS)}"
+                )
+        if "label" not in table:
+            raise ConfigError(f"{where}: label is required (in {layer})")
+        entry: dict[str, Any] = {}
+        for sub, (default, kind, lo, hi) in SOURCE_FIELDS.items():
+            raw = table.get(sub, default)
+            entry[sub] = _check_value(f"{where}.{sub}", raw, kind, lo, hi, layer)
+        label = entry["label"]
+        if not SOURCE_LABEL.match(label):
+            raise ConfigError(
+                f"{where}.label: {label!r} must be 1-64 letters, digits, '_', '-' or '.', "
+                f"starting with a letter or digit (in {layer})"
+            )
+        if label in seen:
+            raise ConfigError(f"{where}.label: {label!r} is already used by {key}[{seen[label]}] (in {layer})")
+        seen[label] = n
+        for ext in entry["extensions"]:
+            if not ext.startswith(".") or len(ext) < 2 or "/" in ext:
+                raise ConfigError(f"{where}.extensions: {ext!r} must look like '.md' (in {layer})")
+        if layer.startswith("project file") and project_root is not None:
+            # a cloned repository's settings may index that repository, nothing outside it
+            target = _resolve(entry["path"], project_root)
+            if target != project_root and project_root not in target.parents:
+                raise ConfigError(
+                    f"{where}.path: {entry['path']!r} leaves the project root {project_root}; a project file "
+                    f"may only index inside its project (in {layer})"
+                )
+        out.append(entry)
+    return out
+
+
+def _check(key: str, value: Any, layer: str, project_root: Path | None) -> Any:
+    setting = _BY_KEY.get(key)
+    if setting is None:
+        raise ConfigError(f"{key}: unknown setting (in {layer}){_suggest(key, _BY_KEY)}")
+    if layer.startswith("project file") and key in ACCOUNT_ONLY:
+        raise ConfigError(f"{key}: belongs to the account and cannot be set by a project file (in {layer})")
+    if setting.kind == "tables":
+        return _check_sources(value, layer, project_root)
+    value = _check_value(key, value, setting.kind, setting.minimum, setting.maximum, layer)
+    if setting.choices is not None and value not in setting.choices:
+        raise ConfigError(f"{key}: {value!r} is not one of {', '.join(map(str, setting.choices))} (in {layer})")
+    if key == "scopes.local_dir":
+        p = Path(value)
+        if p.is_absolute() or ".." in p.parts or value.startswith("~"):
+            raise ConfigError(f"{key}: {value!r} must be a relative path inside the project root (in {layer})")
+    return value
+
+
+def _cross_check(values: Mapping[str, Any], origins: Mapping[str, str]) -> None:
+    """Rules that involve two settings; the message names both and where each came from."""
+
+    def where(*keys: str) -> str:
+        return ", ".join(f"{k} from {origins[k]}" for k in keys)
+
+    if values["ranking.word_weight"] + values["ranking.trigram_weight"] <= 0:
+        raise ConfigError(
+            "ranking.word_weight + ranking.trigram_weight: must be above 0, or no text score can be computed "
+            f"({where('ranking.word_weight', 'ranking.trigram_weight')})"
+        )
+    if values["recall.default_limit"] > values["recall.max_limit"]:
+        raise ConfigError(
+            f"recall.default_limit: {values['recall.default_limit']} is above recall.max_limit "
+            f"{values['recall.max_limit']} ({where('recall.default_limit', 'recall.max_limit')})"
+        )
+
+
+# ---------------------------------------------------------------- layers
+
+
+def _flatten(table: Mapping[str, Any], prefix: str = "") -> list[tuple[str, Any]]:
+    """Nested TOML tables as dotted keys; a table at a declared key stays a value (and fails its type check)."""
+    out: list[tuple[str, Any]] = []
+    for k, v in table.items():
+        full = f"{prefix}{k}"
+        if isinstance(v, dict) and full not in _BY_KEY:
+            out.extend(_flatten(v, full + "."))
+        else:
+            out.append((full, v))
+    return out
+
+
+def _read_toml(path: Path, layer: str) -> dict[str, Any]:
+    try:
+        with path.open("rb") as fh:
+            return tomllib.load(fh)
+    except tomllib.TOMLDecodeError as exc:
+        raise ConfigError(f"{layer}: not valid TOML: {exc}") from None
+    except UnicodeDecodeError:
+        raise ConfigError(f"{layer}: not valid TOML: the file is not UTF-8") from None
+    except IsADirectoryError:
+        raise ConfigError(f"{layer}: is a directory, not a TOML file") from None
+    except OSError as exc:
+        raise ConfigError(f"{layer}: cannot be read: {exc.strerror or exc}") from None
+
+
+def parse_value(raw: str) -> Any:
+    """An environment or `--set` value: a TOML value when it parses as one (3, 0.2, true, [..]), else the text."""
+    try:
+        return tomllib.loads(f"v = {raw}")["v"]
+    except tomllib.TOMLDecodeError:
+        return raw
+
+
+def _coerce_text(key: str, raw: str) -> Any:
+    """Parse a textual value; a string setting takes the text as given unless it is a quoted TOML string."""
+    setting = _BY_KEY.get(key)
+    value = parse_value(raw)
+    if setting is not None and setting.kind in ("str", "path") and not isinstance(value, str):
+        return raw
+    return value
+
+
+def parse_override(item: str) -> tuple[str, str]:
+    """`key=value` from `--set`; the key is case-sensitive and exact, the value raw text."""
+    key, sep, raw = item.partition("=")
+    key = key.strip()
+    if not sep:
+        raise ConfigError(f"--set {item!r}: expected key=value, e.g. --set ranking.freshness_max=0.3")
+    if not key:
+        raise ConfigError(f"--set {item!r}: the key before '=' is empty")
+    return key, raw.strip()
+
+
+def _env_layer(env: Mapping[str, str]) -> list[tuple[str, Any, str]]:
+    """(key, value, origin) from MEMORY_MCP_* variables; names are case-insensitive, `__` is a dot."""
+    found: dict[str, tuple[Any, str]] = {}
+    aliases: dict[str, tuple[Any, str]] = {}
+    for name in sorted(env):
+        upper = name.upper()
+        if not upper.startswith(ENV_PREFIX):
+            continue
+        origin = f"env {name}"
+        if upper in ENV_ALIASES:
+            key = ENV_ALIASES[upper]
+            aliases[key] = (_coerce_text(key, env[name]), origin)
+            continue
+        key = _BY_ENV.get(upper.replace("-", "_"))
+        if key is None:
+            close = difflib.get_close_matches(upper, list(_BY_ENV) + list(ENV_ALIASES), n=1, cutoff=0.6)
+            hint = ""
+            if close:
+                hint = f"; did you mean {close[0]}" + (f" ({_BY_ENV[close[0]]})" if close[0] in _BY_ENV else "") + "?"
+            raise ConfigError(
+                f"{name}: unknown setting (in {origin}){hint} (settings are named MEMORY_MCP_<SECTION>__<KEY>, "
+                "e.g. MEMORY_MCP_RANKING__FRESHNESS_MAX)"
+            )
+        if key in found:
+            raise ConfigError(f"{key}: set twice in the environment ({found[key][1]} and {origin})")
+        found[key] = (_coerce_text(key, env[name]), origin)
+    # the explicit name wins over its older alias
+    merged = {**aliases, **found}
+    return [(k, v, o) for k, (v, o) in merged.items()]
+
+
+def default_user_config(env: Mapping[str, str] | None = None) -> Path:
+    env = os.environ if env is None else env
+    xdg = env.get("XDG_CONFIG_HOME", "")
+    # the XDG spec says a relative XDG_CONFIG_HOME is invalid and must be ignored
+    base = Path(xdg) if xdg and Path(xdg).is_absolute() else Path.home() / ".config"
+    return base / "memory-mcp" / "config.toml"
+
+
+def default_settings() -> Settings:
+    values = {s.key: _check(s.key, s.default, DEFAULT_ORIGIN, None) for s in SETTINGS}
+    return Settings(
+        values=MappingProxyType(values),
+        origins=MappingProxyType(dict.fromkeys(values, DEFAULT_ORIGIN)),
+        layers=(DEFAULT_ORIGIN,),
+    )
+
+
+def load_settings(
+    project_root: Path | None = None,
+    config_path: Path | None = None,
+    env: Mapping[str, str] | None = None,
+    overrides: Sequence[str] = (),
+    user_config: Path | None = None,
+) -> Settings:
+    """Every setting's effective value and the layer it came from; ConfigError names key and layer."""
+    env = os.environ if env is None else env
+    if project_root is not None:
+        project_root = Path(os.path.abspath(Path(project_root).expanduser()))
+        if not project_root.is_dir():
+            raise ConfigError(f"--project-root {project_root}: not a directory")
+    values = {s.key: s.default for s in SETTINGS}
+    values = {k: _check(k, v, DEFAULT_ORIGIN, project_root) for k, v in values.items()}
+    origins = dict.fromkeys(values, DEFAULT_ORIGIN)
+    layers = [DEFAULT_ORIGIN]
+
+    def apply(key: str, value: Any, origin: str) -> None:
+        values[key] = _check(key, value, origin, project_root)
+        origins[key] = origin
+
+    files: list[tuple[str, Path, bool]] = [
+        ("user file", user_config if user_config is not None else default_user_config(env), False),
+    ]
+    if project_root is not None:
+        files.append(("project file", project_root / PROJECT_FILE, False))
+    if config_path is not None:
+        files.append(("--config", Path(os.path.abspath(Path(config_path).expanduser())), True))
+    for kind, path, required in files:
+        layer = f"{kind} {path}"
+        if not path.exists():
+            if required:
+                raise ConfigError(f"{layer}: no such file")
+            layers.append(f"{layer} (absent)")
+            continue
+        for key, value in _flatten(_read_toml(path, layer)):
+            apply(key, value, layer)
+        layers.append(layer)
+
+    env_items = _env_layer(env)
+    for key, value, origin in env_items:
+        apply(key, value, origin)
+    layers.extend(origin for _, _, origin in env_items)
+
+    for item in overrides:
+        key, raw = parse_override(item)
+        apply(key, _coerce_text(key, raw), SET_ORIGIN)
+    if overrides:
+        layers.append(SET_ORIGIN)
+
+    _cross_check(values, origins)
+    return Settings(
+        values=MappingProxyType(values),
+        origins=MappingProxyType(origins),
+        project_root=project_root,
+        layers=tuple(layers),
+    )
+
+
+def describe(settings: Settings) -> list[dict[str, Any]]:
+    """One record per setting (key, value, origin, help) in declaration order, JSON-ready."""
+
+    def plain(v: Any) -> Any:
+        if isinstance(v, Path):
+            return str(v)
+        if isinstance(v, list):
+            return [plain(x) for x in v]
+        if isinstance(v, dict):
+            return {k: plain(x) for k, x in v.items()}
+        return v
+
+    return [
+        {"key": s.key, "value": plain(settings.values[s.key]), "origin": settings.origins[s.key], "help": s.help}
+        for s in SETTINGS
+    ]
+
+
+__all__ = [
+    "SETTINGS",
+    "ConfigError",
+    "DocumentSource",
+    "Setting",
+    "Settings",
+    "default_settings",
+    "describe",
+    "load_settings",
+    "parse_override",
+    "parse_value",
+]
