@@ -1,4 +1,4 @@
-"""CLI edge: `memory-mcp [serve|recall|remember|read|status|reindex]`.
+"""CLI edge: `memory-mcp [serve|recall|remember|read|status|reindex|config]`.
 
 Exit codes: 0 ok, 1 `reindex --verify` found mismatches, 2 usage or input error.
 """
@@ -6,11 +6,13 @@ Exit codes: 0 ok, 1 `reindex --verify` found mismatches, 2 usage or input error.
 from __future__ import annotations
 
 import argparse
+import json
 import sys
 from pathlib import Path
 
 from pydantic import BaseModel
 
+from .config import ConfigError, Settings, describe, load_settings
 from .errors import MemoryMcpError
 from .models import ReadAnswer, RecallAnswer, ReindexAnswer, RememberAnswer, StatusAnswer
 from .service import MemoryService
@@ -29,6 +31,9 @@ class _Parser(argparse.ArgumentParser):
 def build_parser() -> argparse.ArgumentParser:
     p = _Parser(prog="memory-mcp", description="Local, git-friendly long-term memory for AI agents (MCP, stdio).")
     p.add_argument("--store", type=Path, help="store directory (default: $MEMORY_MCP_ROOT or ~/.memory-mcp/default)")
+    p.add_argument("--project-root", type=Path, help="the project root (local scope, project config)")
+    p.add_argument("--config", type=Path, help="an extra TOML settings file, above the user and project files")
+    p.add_argument("--set", action="append", default=[], metavar="KEY=VALUE", help="override one setting (repeatable)")
     sub = p.add_subparsers(dest="command", parser_class=_Parser)
     sub.add_parser("serve", help="serve the MCP tools over stdio (the default)")
 
@@ -64,11 +69,20 @@ def build_parser() -> argparse.ArgumentParser:
     x = sub.add_parser("reindex", help="rebuild the index from the Markdown files")
     x.add_argument("--verify", action="store_true", help="re-hash everything; exit 1 on any mismatch")
     x.add_argument("--json", action="store_true")
+
+    # the same options after the subcommand; SUPPRESS keeps them from clobbering the top-level ones
+    c = sub.add_parser("config", help="print every effective setting and the layer it came from")
+    c.add_argument("--project-root", dest="config_project_root", type=Path, default=argparse.SUPPRESS)
+    c.add_argument("--config", dest="config_path", type=Path, default=argparse.SUPPRESS)
+    c.add_argument("--set", dest="config_set", action="append", metavar="KEY=VALUE", default=argparse.SUPPRESS)
+    c.add_argument("--json", action="store_true")
     return p
 
 
 def main(argv: list[str] | None = None) -> int:
     args = build_parser().parse_args(argv)
+    if args.command == "config":
+        return _config(args)
     root = args.store if args.store is not None else default_root()
     if args.command in (None, "serve"):
         from .server import serve  # the MCP SDK is only imported when serving
@@ -117,6 +131,35 @@ def _run(service: MemoryService, args: argparse.Namespace) -> int:
         answer = service.reindex(verify=args.verify)
         _emit(answer, args.json, _reindex_text)
         return EXIT_MISMATCH if answer.mismatches else EXIT_OK
+    return EXIT_OK
+
+
+def load_cli_settings(args: argparse.Namespace) -> Settings:
+    """Settings from the global options, and from the `config` subcommand's own copies of them when given."""
+    return load_settings(
+        project_root=getattr(args, "config_project_root", None) or args.project_root,
+        config_path=getattr(args, "config_path", None) or args.config,
+        overrides=[*args.set, *getattr(args, "config_set", [])],
+    )
+
+
+def _config(args: argparse.Namespace) -> int:
+    try:
+        settings = load_cli_settings(args)
+    except ConfigError as exc:
+        print(f"memory-mcp: {exc}", file=sys.stderr)
+        return EXIT_USAGE
+    rows = describe(settings)
+    if args.json:
+        root = settings.project_root
+        out = {"project_root": str(root) if root else None, "layers": list(settings.layers), "settings": rows}
+        print(json.dumps(out, indent=2, ensure_ascii=False))
+        return EXIT_OK
+    print("# layers, lowest first: " + "; ".join(settings.layers))
+    width = max(len(r["key"]) for r in rows)
+    for r in rows:
+        value = json.dumps(r["value"], ensure_ascii=False)
+        print(f"{r['key']:<{width}} = {value}  # {r['origin']}")
     return EXIT_OK
 
 

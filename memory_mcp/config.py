@@ -237,12 +237,13 @@ def _check_value(name: str, value: Any, kind: str, lo: float | None, hi: float |
         if isinstance(value, bool) or not ok:
             want = "an integer" if kind == "int" else "a number"
             raise bad(f"expected {want}, got {value!r} ({_type_name(value)})")
+        given = value  # messages show the value as written (9, not 9.0)
         if kind == "float":
             value = float(value)
             if value != value or value in (float("inf"), float("-inf")):
                 raise bad(f"expected a finite number, got {value!r}")
         if (lo is not None and value < lo) or (hi is not None and value > hi):
-            raise bad(f"{value!r} is outside {_num(lo)}..{_num(hi)}")
+            raise bad(f"{given!r} is outside {_num(lo)}..{_num(hi)}")
         return value
     if kind in ("str", "path"):
         if not isinstance(value, str) or not value.strip():
