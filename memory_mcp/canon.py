@@ -224,7 +224,8 @@ def decode(data: bytes) -> str:
         text = data.decode("utf-8")
     except UnicodeDecodeError as exc:
         raise CanonError(f"not UTF-8 text (byte {exc.start})") from None
-    return text.removeprefix("\ufeff")
+    # files saved by Windows editors (or checked out with core.autocrlf) are the same memory
+    return text.removeprefix("\ufeff").replace("\r\n", "\n")
 
 
 def parse(data: bytes, fallback_title: str, fallback_time: str) -> Memory:
@@ -359,6 +360,8 @@ def rewrite(
     elif not content.startswith(("\n", "\r\n")):
         content = "\n" + content
     text = _assemble(meta, content)
+    if b"\r\n" in data and b"\n" not in data.replace(b"\r\n", b""):
+        text = text.replace("\n", "\r\n")  # keep a CRLF file CRLF: a rewrite must not re-end every line
     atomic_write(path, text.encode("utf-8"))
     return sha256_bytes(text.encode("utf-8"))
 

@@ -1,0 +1,220 @@
+"""Hand edits converge on the next call; unparseable files are reported, never fatal; the index is
+disposable; a call with nothing changed hashes nothing."""
+
+from __future__ import annotations
+
+import os
+import shutil
+from pathlib import Path
+
+import pytest
+
+from .helpers import Tools, db_path, frontmatter, hand_memory, reconcile_of, settle, stdio_tools, write_file
+
+pytestmark = pytest.mark.anyio
+
+
+async def test_no_change_call_hashes_nothing(tools: Tools, store: Path) -> None:
+    made = [await tools.remember(f"Stable memory {n}", f"Body number {n} about the quiet path.") for n in range(5)]
+    settle()
+    await tools.status()  # files the server wrote a moment ago were racy: this pass may hash them once more
+    answers = [
+        await tools.recall("quiet path"),
+        await tools.read(id=made[3]["id"]),
+        await tools.ok("memory_forget", id=made[4]["id"], mode="purge", confirm=True),
+    ]
+    for answer in answers[:2]:
+        rec = reconcile_of(answer)
+        assert rec["scanned"] == 5
+        assert (rec["hashed"], rec["reindexed"], rec["removed"], rec["rebuilt"]) == (0, 0, 0, False)
+    # the status answer reports its own pass the same way
+    rec = (await tools.status())["index"]["last_reconcile"]
+    assert rec["scanned"] == 4
+    assert (rec["hashed"], rec["reindexed"], rec["removed"]) == (0, 0, 0)
+
+
+async def test_hand_create_edit_rename_delete_converge(tools: Tools, store: Path) -> None:
+    await tools.remember("Baseline memory", "Something the server wrote itself.")
+    path = store / "memories" / "hand-notes.md"
+    write_file(path, hand_memory("hand-0001", "Grafana alert thresholds", "Alert thresholds live in terraform."))
+
+    found = await tools.recall("grafana thresholds")
+    assert [(r["id"], r["path"]) for r in found["results"]] == [("hand-0001", "memories/hand-notes.md")]
+    rec = reconcile_of(found)
+    assert rec["hashed"] >= 1 and rec["reindexed"] == 1 and rec["scanned"] == 2
+    assert "terraform" in (await tools.read(id="hand-0001"))["text"]
+
+    # edit: body and title change in place
+    settle()
+    write_file(path, hand_memory("hand-0001", "Grafana alert rules", "Alert thresholds moved to pulumi."))
+    assert await tools.recall_ids("pulumi") == ["hand-0001"]
+    assert "hand-0001" not in await tools.recall_ids("terraform")
+    got = await tools.read(id="hand-0001")
+    assert "pulumi" in got["text"] and "terraform" not in got["text"]
+    assert (await tools.recall("grafana"))["results"][0]["title"] == "Grafana alert rules"
+
+    # rename, into a sub-folder: same memory, new path, no duplicate
+    (store / "memories" / "ops").mkdir()
+    moved = store / "memories" / "ops" / "grafana.md"
+    os.rename(path, moved)
+    found = await tools.recall("pulumi")
+    assert [(r["id"], r["path"]) for r in found["results"]] == [("hand-0001", "memories/ops/grafana.md")]
+    assert found["index"]["unparseable"] == []
+    assert reconcile_of(found)["removed"] == 1
+    assert (await tools.read(id="hand-0001"))["path"] == "memories/ops/grafana.md"
+
+    # delete: gone from every answer
+    moved.unlink()
+    status = await tools.status()
+    assert status["total"] == 1 and status["index"]["last_reconcile"]["removed"] == 1
+    assert await tools.recall_ids("pulumi grafana") == []
+    assert "no memory with id 'hand-0001'" in await tools.err("memory_read", id="hand-0001")
+
+
+async def test_server_rewrites_keep_hand_written_comments_and_unknown_keys(tools: Tools, store: Path) -> None:
+    path = store / "memories" / "kept.md"
+    extra = "# a comment the person wrote\nproject_code: ATL-7\nreview_notes:\n  - asked Alice\n"
+    text = hand_memory("keep-0001", "Kept fields", "Nothing stored is ever lost.", extra=extra)
+    write_file(path, text)
+    await tools.ok("memory_forget", id="keep-0001", mode="archive")
+    after = path.read_text(encoding="utf-8")
+    assert "# a comment the person wrote" in after
+    fm = frontmatter(path)
+    assert fm["project_code"] == "ATL-7" and fm["review_notes"] == ["asked Alice"] and fm["state"] == "archived"
+    assert after.endswith("# Kept fields\n\nNothing stored is ever lost.\n")
+
+
+async def test_crlf_file_from_a_windows_editor_is_a_memory(tools: Tools, store: Path) -> None:
+    text = hand_memory("crlf-0001", "Written on Windows", "Line endings are CRLF here.\nSecond line.")
+    (store / "memories").mkdir(parents=True, exist_ok=True)
+    (store / "memories" / "windows.md").write_bytes(text.replace("\n", "\r\n").encode("utf-8"))
+    found = await tools.recall("CRLF line endings")
+    assert found["index"]["unparseable"] == []
+    assert [r["id"] for r in found["results"]] == ["crlf-0001"]
+    assert found["results"][0]["title"] == "Written on Windows"
+    await tools.ok("memory_forget", id="crlf-0001", mode="archive")
+    assert frontmatter_state_crlf(store / "memories" / "windows.md") == "archived"
+
+
+def frontmatter_state_crlf(path: Path) -> str:
+    text = path.read_bytes().decode("utf-8").replace("\r\n", "\n")
+    return next(line.split(":", 1)[1].strip() for line in text.splitlines() if line.startswith("state:"))
+
+
+async def test_archived_memory_edited_by_hand_becomes_active(tools: Tools, store: Path) -> None:
+    made = await tools.remember("Redis session TTL", "Sessions in redis expire after 24 hours.", entities=["redis"])
+    await tools.ok("memory_forget", id=made["id"], mode="archive")
+    path = store / made["path"]
+    assert frontmatter(path)["state"] == "archived"
+
+    # a frontmatter-only edit (adding an entity) is not "using it again": it stays archived
+    settle()
+    write_file(path, path.read_text(encoding="utf-8").replace("entities: [redis]", "entities: [redis, sessions]"))
+    got = await tools.read(id=made["id"])
+    assert got["frontmatter"]["entities"] == ["redis", "sessions"]
+    assert (await tools.recall("redis sessions"))["results"][0]["state"] == "archived"
+
+    # a body edit is: the memory comes back as active, in the index and in the file
+    settle()
+    write_file(path, path.read_text(encoding="utf-8").replace("24 hours.", "12 hours since the November change."))
+    found = await tools.recall("redis sessions expire")
+    assert [(r["id"], r["state"]) for r in found["results"]] == [(made["id"], "active")]
+    fm = frontmatter(path)
+    assert fm["state"] == "active" and fm["updated"] != fm["created"]
+    assert "12 hours since the November change." in path.read_text(encoding="utf-8")
+    assert (await tools.status())["by_state"] == {"active": 1}
+
+    # deprecated is terminal: a body edit does not bring it back
+    await tools.ok("memory_forget", id=made["id"], mode="deprecate", reason="sessions moved to JWT")
+    settle()
+    write_file(path, path.read_text(encoding="utf-8").replace("12 hours", "6 hours"))
+    got = await tools.read(id=made["id"])
+    assert got["frontmatter"]["state"] == "deprecated" and "6 hours" in got["text"]
+
+
+BAD_FILES = {
+    "bad-yaml.md": ("---\nid: [unclosed\ntype: fact\n---\n# Bad YAML\n\nbody\n", "bad YAML"),
+    "no-id.md": ("---\ntype: fact\nstate: active\n---\n# No id\n\nbody\n", "missing id"),
+    "zombie.md": (hand_memory("zombie-0001", "Unknown state", "body", state="zombie"), "unknown state 'zombie'"),
+    "alias.md": ("---\nid: alias-0001\nentities: &e [a]\nsupersedes: *e\n---\n# Alias\n\nbody\n", "YAML"),
+    "unclosed.md": ("---\nid: open-0001\n# Never closed\n\nbody\n", "not closed"),
+}
+
+
+async def test_unparseable_files_are_reported_not_fatal_and_heal(tools: Tools, store: Path) -> None:
+    good = await tools.remember("Kubernetes access guide", "Use aws eks update-kubeconfig to reach the cluster.")
+    memories = store / "memories"
+    for name, (text, _) in BAD_FILES.items():
+        write_file(memories / name, text)
+    (memories / "latin1.md").write_bytes(hand_memory("latin-0001", "Café", "Crème brûlée").encode("latin-1"))
+    shutil.copy(store / good["path"], memories / "copy-of-guide.md")  # same id twice
+    expected = {f"memories/{n}": why for n, (_, why) in BAD_FILES.items()}
+    expected["memories/latin1.md"] = "UTF-8"
+    expected["memories/copy-of-guide.md"] = f"duplicate id {good['id']}"
+    before = {p.name: p.read_bytes() for p in memories.iterdir()}
+
+    found = await tools.recall("kubernetes cluster access")
+    assert [r["id"] for r in found["results"]] == [good["id"]]
+    assert found["results"][0]["path"] == good["path"]
+    reported = {u["path"]: u["reason"] for u in found["index"]["unparseable"]}
+    assert reported.keys() == expected.keys()
+    for path, why in expected.items():
+        assert why in reported[path], f"{path}: {reported[path]!r} does not say {why!r}"
+    assert reconcile_of(found)["unparseable"] == len(expected)
+    status = await tools.status()
+    assert {u["path"]: u["reason"] for u in status["unparseable"]} == reported
+    assert status["total"] == 1
+    # nothing was rewritten or removed
+    assert {p.name: p.read_bytes() for p in memories.iterdir()} == before
+
+    # fixing the files makes them memories on the next call
+    settle()
+    write_file(memories / "bad-yaml.md", hand_memory("yaml-0001", "Fixed YAML", "kubernetes was here"))
+    write_file(memories / "no-id.md", hand_memory("noid-0001", "Fixed id", "kubernetes too"))
+    write_file(memories / "zombie.md", hand_memory("zombie-0001", "Known state", "kubernetes also", state="archived"))
+    for name in ("alias.md", "unclosed.md", "latin1.md"):
+        (memories / name).unlink()
+    found = await tools.recall("kubernetes", limit=10)
+    assert {r["id"] for r in found["results"]} == {good["id"], "yaml-0001", "noid-0001", "zombie-0001"}
+    assert [u["path"] for u in found["index"]["unparseable"]] == ["memories/copy-of-guide.md"]
+
+    # the duplicate: deleting the original hands the id to the copy
+    (store / good["path"]).unlink()
+    found = await tools.recall("update-kubeconfig")
+    assert [(r["id"], r["path"]) for r in found["results"]] == [(good["id"], "memories/copy-of-guide.md")]
+    assert found["index"]["unparseable"] == []
+    assert (await tools.status())["unparseable"] == []
+
+
+async def test_deleted_or_corrupt_index_is_rebuilt_from_the_canon(store: Path) -> None:
+    async with stdio_tools(store) as t:
+        ids = [
+            (await t.remember(f"Rebuild subject {n}", f"Memory number {n} for the rebuild."))["id"] for n in range(4)
+        ]
+        await t.ok("memory_forget", id=ids[0], mode="archive")
+        shutil.rmtree(store / ".index")
+        answer = await t.recall("rebuild subject", limit=10)
+        rec = reconcile_of(answer)
+        assert rec["rebuilt"] is True and "missing" in rec["rebuild_reason"]
+        assert {r["id"] for r in answer["results"]} == set(ids)
+        assert {r["id"]: r["state"] for r in answer["results"]}[ids[0]] == "archived"
+        assert reconcile_of(await t.recall("rebuild"))["rebuilt"] is False
+        # replaced by garbage while the server runs
+        db = db_path(store)
+        tmp = db.with_name("garbage")
+        tmp.write_bytes(b"this is not a database" * 100)
+        for suffix in ("-wal", "-shm"):
+            db.with_name(db.name + suffix).unlink(missing_ok=True)
+        os.replace(tmp, db)
+        answer = await t.recall("rebuild subject", limit=10)
+        assert reconcile_of(answer)["rebuilt"] is True
+        assert {r["id"] for r in answer["results"]} == set(ids)
+    # corrupted in place while no server runs: the next server rebuilds it
+    db = db_path(store)
+    with db.open("r+b") as fh:
+        fh.seek(0)
+        fh.write(b"\x00" * 4096)
+    async with stdio_tools(store) as t:
+        answer = await t.recall("rebuild subject", limit=10)
+        assert reconcile_of(answer)["rebuilt"] is True
+        assert {r["id"] for r in answer["results"]} == set(ids)
