@@ -16,7 +16,6 @@ from .config import ConfigError, Settings, describe, load_settings
 from .errors import MemoryMcpError
 from .models import ReadAnswer, RecallAnswer, ReindexAnswer, RememberAnswer, StatusAnswer
 from .service import MemoryService
-from .store import default_root
 
 EXIT_OK, EXIT_MISMATCH, EXIT_USAGE = 0, 1, 2
 
@@ -35,7 +34,11 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--config", type=Path, help="an extra TOML settings file, above the user and project files")
     p.add_argument("--set", action="append", default=[], metavar="KEY=VALUE", help="override one setting (repeatable)")
     sub = p.add_subparsers(dest="command", parser_class=_Parser)
-    sub.add_parser("serve", help="serve the MCP tools over stdio (the default)")
+    sv = sub.add_parser("serve", help="serve the MCP tools over stdio (the default)")
+    sv.add_argument("--ui-port", type=int, metavar="N", help="also serve the browser view on 127.0.0.1:N")
+
+    u = sub.add_parser("ui", help="serve the browser view on 127.0.0.1 (URL printed on stderr)")
+    u.add_argument("--port", type=int, default=5052, help="loopback port (default 5052; 0 picks a free one)")
 
     r = sub.add_parser("recall", help="search memories and print cited results")
     r.add_argument("query")
@@ -83,13 +86,25 @@ def main(argv: list[str] | None = None) -> int:
     args = build_parser().parse_args(argv)
     if args.command == "config":
         return _config(args)
-    root = args.store if args.store is not None else default_root()
+    try:
+        settings = load_cli_settings(args)
+    except ConfigError as exc:
+        print(f"memory-mcp: {exc}", file=sys.stderr)
+        return EXIT_USAGE
+    # one service per process: the MCP tools, the browser view and the CLI commands share its locks
+    service = MemoryService.from_settings(settings, args.store)
     if args.command in (None, "serve"):
         from .server import serve  # the MCP SDK is only imported when serving
 
-        serve(root)
+        ui = _start_ui(service, args.ui_port) if getattr(args, "ui_port", None) is not None else None
+        try:
+            serve(service)
+        finally:
+            if ui is not None:
+                ui.stop()
         return EXIT_OK
-    service = MemoryService(root)
+    if args.command == "ui":
+        return _ui(service, args.port)
     try:
         return _run(service, args)
     except MemoryMcpError as exc:
@@ -97,6 +112,34 @@ def main(argv: list[str] | None = None) -> int:
         return EXIT_USAGE
     finally:
         service.close()
+
+
+def _start_ui(service: MemoryService, port: int):
+    """The browser view beside the MCP server, in a thread; the URL goes to stderr (stdout is MCP's)."""
+    from .web import make_server
+
+    try:
+        ui = make_server(service, port).start()
+    except MemoryMcpError as exc:
+        print(f"memory-mcp: {exc}", file=sys.stderr)
+        raise SystemExit(EXIT_USAGE) from None
+    print(f"memory-mcp: browser view at {ui.url}", file=sys.stderr, flush=True)
+    return ui
+
+
+def _ui(service: MemoryService, port: int) -> int:
+    from .web import make_server
+
+    try:
+        ui = make_server(service, port)
+        print(f"memory-mcp: browser view at {ui.url} (Ctrl-C to stop)", file=sys.stderr, flush=True)
+        ui.serve_forever()
+    except MemoryMcpError as exc:
+        print(f"memory-mcp: {exc}", file=sys.stderr)
+        return EXIT_USAGE
+    finally:
+        service.close()
+    return EXIT_OK
 
 
 def _run(service: MemoryService, args: argparse.Namespace) -> int:

@@ -19,3 +19,7 @@ class TransitionError(MemoryMcpError):
 
 class StaleWriteError(MemoryMcpError):
     """The file changed since it was read; nothing was written."""
+
+
+class StoreAccessError(MemoryMcpError):
+    """The store cannot be locked, read or written right now (permissions, read-only disk, a busy lock)."""

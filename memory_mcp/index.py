@@ -16,7 +16,7 @@ from pathlib import Path
 from .canon import norm_hash, now_iso
 from .models import Memory
 
-SCHEMA_VERSION = 1
+SCHEMA_VERSION = 2
 
 SCHEMA = """
 CREATE TABLE meta (key TEXT PRIMARY KEY, value TEXT NOT NULL);
@@ -86,6 +86,33 @@ CREATE VIRTUAL TABLE fts_word USING fts5 (
     tokenize = "unicode61 remove_diacritics 2", prefix = '1 2 3'
 );
 CREATE VIRTUAL TABLE fts_tri USING fts5 (title, entities, body, tokenize = 'trigram');
+-- indexed documents (read-only sources from settings): the same ledger idea, and chunks with line ranges
+CREATE TABLE doc_files (
+    path TEXT PRIMARY KEY,           -- absolute path
+    label TEXT NOT NULL,
+    mtime_ns INTEGER NOT NULL,
+    size INTEGER NOT NULL,
+    sha256 TEXT NOT NULL,
+    skipped TEXT,                    -- why it is not indexed (binary, too large, not UTF-8)
+    indexed_at TEXT NOT NULL
+);
+CREATE TABLE doc_chunks (
+    rowid INTEGER PRIMARY KEY,
+    path TEXT NOT NULL,
+    label TEXT NOT NULL,
+    title TEXT NOT NULL,             -- the chunk's heading (or the file name)
+    body TEXT NOT NULL,
+    entities TEXT NOT NULL,          -- the source label, searchable like a memory's entities
+    start_line INTEGER NOT NULL,
+    end_line INTEGER NOT NULL,
+    updated TEXT NOT NULL
+);
+CREATE INDEX doc_chunks_path ON doc_chunks (path);
+CREATE VIRTUAL TABLE fts_doc_word USING fts5 (
+    title, entities, body,
+    tokenize = "unicode61 remove_diacritics 2", prefix = '1 2 3'
+);
+CREATE VIRTUAL TABLE fts_doc_tri USING fts5 (title, entities, body, tokenize = 'trigram');
 """
 
 
@@ -93,7 +120,8 @@ class IndexUnavailable(Exception):
     """The index file cannot be opened or created at all (not merely stale)."""
 
 
-def connect(path: Path) -> sqlite3.Connection:
+def connect(path: Path | str) -> sqlite3.Connection:
+    """A connection to the index file (or ":memory:" when the file cannot be used)."""
     conn = sqlite3.connect(path, timeout=30, isolation_level=None, check_same_thread=False)
     conn.row_factory = sqlite3.Row
     conn.execute("PRAGMA busy_timeout = 30000")
@@ -338,6 +366,14 @@ def memories_by_rowid(conn: sqlite3.Connection, rowids: list[int]) -> dict[int, 
 
 def all_memories(conn: sqlite3.Connection) -> list[IndexedMemory]:
     return [_indexed(r) for r in conn.execute(f"SELECT {_COLUMNS} FROM memories ORDER BY created")]
+
+
+def filtered_memories(
+    conn: sqlite3.Connection, where: str, params: list[object], limit: int, offset: int
+) -> list[IndexedMemory]:
+    """A page of memories under a `Filters.sql()` clause (alias `m`), newest update first."""
+    sql = f"SELECT {_COLUMNS} FROM memories m WHERE 1 = 1{where} ORDER BY m.updated DESC, m.id LIMIT ? OFFSET ?"
+    return [_indexed(r) for r in conn.execute(sql, [*params, limit, offset])]
 
 
 def find_by_norm_hash(conn: sqlite3.Connection, digest: str) -> IndexedMemory | None:

@@ -20,6 +20,7 @@ class MemoryType(StrEnum):
     EPISODE = "episode"
     REFERENCE = "reference"
     KNOWLEDGE = "knowledge"
+    HANDOFF = "handoff"  # reserved: at most one active per store; a new one supersedes the previous
 
 
 class State(StrEnum):
@@ -95,15 +96,54 @@ class ReconcileReport(BaseModel):
     unparseable: int = 0
     rebuilt: bool = False
     rebuild_reason: str | None = None
+    index_in_memory: str | None = Field(
+        default=None,
+        description="Set when the index file cannot be used (e.g. read-only): why, and that answers come from "
+        "an in-memory index rebuilt from the Markdown files (recall counts are not kept).",
+    )
     seconds: float = 0.0
 
 
 class Unparseable(BaseModel):
     path: str
     reason: str
+    scope: str = "global"
+
+
+class SkippedDocument(BaseModel):
+    path: str
+    reason: str
+
+
+class DocumentsReport(BaseModel):
+    """What the reconcile pass did to the indexed document sources."""
+
+    scanned: int = 0
+    hashed: int = 0
+    reindexed: int = 0
+    removed: int = 0
+    skipped: list[SkippedDocument] = Field(default_factory=list)
+    seconds: float = 0.0
+
+
+class SourceStatus(BaseModel):
+    label: str
+    path: str
+    files: int
+    skipped: int
+    bytes: int
+    last_indexed: str | None
+
+
+class ScopeReport(BaseModel):
+    scope: str
+    store: str
+    root: str
+    reconcile: ReconcileReport
 
 
 class ConflictSummary(BaseModel):
+    scope: str = "global"
     pair_hash: str
     a_id: str
     b_id: str
@@ -114,9 +154,11 @@ class ConflictSummary(BaseModel):
 
 class IndexReport(BaseModel):
     store: str
-    reconcile: ReconcileReport
+    reconcile: ReconcileReport = Field(description="Summed over every scope this call reconciled.")
+    scopes: list[ScopeReport] = Field(default_factory=list)
     unparseable: list[Unparseable] = Field(default_factory=list)
     unresolved_conflicts: list[ConflictSummary] = Field(default_factory=list)
+    documents: DocumentsReport | None = None
 
 
 class ScoreComponents(BaseModel):
@@ -132,7 +174,10 @@ class ScoreComponents(BaseModel):
 
 
 class RecallResult(BaseModel):
-    id: str
+    id: str = Field(description="Memory id, or `doc:<path>#<start line>` for a document chunk.")
+    kind: str = Field(default="memory", description="memory | document")
+    scope: str = Field(default="global", description="local | global (documents: the scope indexing them)")
+    label: str | None = Field(default=None, description="Document source label.")
     path: str
     line: int
     title: str
@@ -171,10 +216,12 @@ class ConflictCandidate(BaseModel):
 
 class RememberAnswer(BaseModel):
     id: str
+    scope: str = "global"
     path: str
     created: bool = Field(description="False when the same normalised text already existed.")
     deduplicated_state: str | None = None
     superseded: list[str] = Field(default_factory=list)
+    message: str = ""
     conflicts: list[ConflictCandidate] = Field(default_factory=list)
     index: IndexReport
 
@@ -198,7 +245,11 @@ class ConflictHistoryEntry(BaseModel):
 
 class ReadAnswer(BaseModel):
     id: str | None
+    scope: str = "global"
+    kind: str = Field(default="memory", description="memory | document")
+    label: str | None = None
     path: str
+    sha256: str = Field(description="sha256 of the whole file as read: pass it as expected_sha256 to edit safely.")
     text: str
     from_line: int
     to_line: int
@@ -208,6 +259,52 @@ class ReadAnswer(BaseModel):
     superseded_by_chain: list[ChainLink] = Field(default_factory=list)
     conflicts: list[ConflictHistoryEntry] = Field(default_factory=list)
     index: IndexReport
+
+
+class EditableMemory(BaseModel):
+    """A memory's editable fields and the sha256 of the exact file bytes they were parsed from."""
+
+    id: str
+    path: str
+    sha256: str
+    title: str
+    body: str
+    type: str
+    state: str
+    trust: str
+    entities: list[str]
+    source: str
+    review_after: str | None
+
+
+class MemoryItem(BaseModel):
+    """One row of a filtered listing (no query): what a browser list shows."""
+
+    id: str
+    path: str
+    title: str
+    excerpt: str
+    type: str
+    state: str
+    trust: str
+    entities: list[str]
+    created: str
+    updated: str
+
+
+class BrowseAnswer(BaseModel):
+    items: list[MemoryItem]
+    total: int = Field(description="Memories matching the filters (items may be a page of them).")
+    state_counts: dict[str, int] = Field(description="Matches per state under the other filters.")
+    entities: list[str] = Field(description="Every canonical entity name in the store, sorted.")
+    index: IndexReport
+
+
+class StoreInfo(BaseModel):
+    name: str
+    root: str
+    memories_dir: str
+    default: bool
 
 
 class UpdateAnswer(BaseModel):
@@ -255,6 +352,9 @@ class IndexFreshness(BaseModel):
 
 
 class StatusAnswer(BaseModel):
+    scope: str = "global"
+    scopes: list[str] = Field(default_factory=list, description="Scopes this server serves.")
+    sources: list[SourceStatus] = Field(default_factory=list, description="Indexed document sources.")
     store: str
     root: str
     total: int
@@ -269,6 +369,7 @@ class StatusAnswer(BaseModel):
 
 
 class Mismatch(BaseModel):
+    scope: str = "global"
     path: str
     id: str | None
     problem: str
@@ -276,6 +377,7 @@ class Mismatch(BaseModel):
 
 class ReindexAnswer(BaseModel):
     store: str
+    scopes: list[str] = Field(default_factory=list)
     files: int
     memories: int
     unparseable: list[Unparseable]

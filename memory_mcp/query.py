@@ -40,15 +40,29 @@ _SHORT_STOPWORDS = {
 }  # fmt: skip
 
 
+_COMBINING: dict[int, None] = {}
+
+
+def _combining_marks() -> dict[int, None]:
+    # every code point with a non-zero combining class, as a str.translate table (built once, ~0.1 s)
+    if not _COMBINING:
+        _COMBINING.update({cp: None for cp in range(0x300, 0x110000) if unicodedata.combining(chr(cp))})
+    return _COMBINING
+
+
 def fold(text: str) -> str:
-    """Case-folded, NFKC, diacritics removed: how both the index and the query compare letters."""
-    text = unicodedata.normalize("NFKD", text.casefold())
-    return unicodedata.normalize("NFC", "".join(c for c in text if not unicodedata.combining(c)))
+    """Case-folded, NFKC, diacritics removed: how both the index and the query compare letters.
+
+    Hangul survives whole: NFKD splits a syllable into conjoining jamo (combining class 0, so kept)
+    and NFC puts it back together. ASCII text takes the fast path (nothing to decompose).
+    """
+    text = text.casefold()
+    if text.isascii():
+        return text
+    return unicodedata.normalize("NFC", unicodedata.normalize("NFKD", text).translate(_combining_marks()))
 
 
-def _fold_keep_hangul(text: str) -> str:
-    # NFKD would split Hangul syllables into jamo; fold only non-Hangul runs.
-    return "".join(ch if _HANGUL.match(ch) else fold(ch) for ch in text.casefold())
+_fold_keep_hangul = fold  # kept as a name for callers; fold keeps Hangul syllables whole
 
 
 @dataclass
@@ -137,6 +151,7 @@ class Filters:
     states: list[str] = field(default_factory=list)
     entity: str | None = None
     include_deprecated: bool = False
+    trusts: list[str] = field(default_factory=list)
 
     def sql(self) -> tuple[str, list[object]]:
         clauses: list[str] = []
@@ -149,10 +164,26 @@ class Filters:
             params.extend(self.states)
         elif not self.include_deprecated:
             clauses.append("m.state != 'deprecated'")
+        if self.trusts:
+            clauses.append(f"m.trust IN ({','.join('?' * len(self.trusts))})")
+            params.extend(self.trusts)
         if self.entity:
             clauses.append("m.rowid IN (SELECT memory_rowid FROM entities WHERE entity = ?)")
             params.append(self.entity)
         return (" AND " + " AND ".join(clauses) if clauses else ""), params
+
+
+@dataclass(frozen=True)
+class Corpus:
+    """Which tables a search runs over: memories, or indexed document chunks (same column names)."""
+
+    word: str
+    trigram: str
+    rows: str
+
+
+MEMORIES = Corpus("fts_word", "fts_tri", "memories")
+DOCUMENTS = Corpus("fts_doc_word", "fts_doc_tri", "doc_chunks")
 
 
 @dataclass
@@ -173,22 +204,24 @@ class Plan:
 def plan_and_fetch(
     conn: sqlite3.Connection,
     query: str,
-    filters: Filters,
+    filters: Filters | None,
     want: int,
     dictionary: EntityDictionary | None = None,
     k: RankingConstants = DEFAULT,
+    corpus: Corpus = MEMORIES,
 ) -> Plan:
+    """Candidates with raw leg scores. `filters=None` means no filter (documents have no state/type)."""
     terms = terms_of(query, dictionary)
     plan = Plan(terms=terms, legs=[], candidates={})
     if not terms:
         return plan
-    where, params = filters.sql()
+    where, params = filters.sql() if filters is not None else ("", [])
     w_title, w_ent, w_body = k.column_weights
 
     def run_fts(table: str, expr: str, weights: str) -> list[tuple[int, float]]:
         sql = (
             f"SELECT f.rowid, -bm25({table}, {weights}) AS s FROM {table} f "
-            f"JOIN memories m ON m.rowid = f.rowid WHERE {table} MATCH ?{where} "
+            f"JOIN {corpus.rows} m ON m.rowid = f.rowid WHERE {table} MATCH ?{where} "
             f"ORDER BY s DESC LIMIT {CANDIDATES_PER_LEG}"
         )
         try:
@@ -197,20 +230,20 @@ def plan_and_fetch(
             return []  # an expression FTS5 still rejects (should not happen: every term is quoted)
 
     weights = f"{w_title}, {w_ent}, {w_body}"
-    hits = run_fts("fts_word", word_match(terms, all_terms=True), weights)
+    hits = run_fts(corpus.word, word_match(terms, all_terms=True), weights)
     plan.legs.append("all-terms")
     if len(hits) < want and len(terms) > 1:
         plan.legs.append("any-term")
         seen = {r for r, _ in hits}
         # all-terms hits keep their rank above any-term hits: they are placed first with their score
-        extra = [(r, s) for r, s in run_fts("fts_word", word_match(terms, all_terms=False), weights) if r not in seen]
+        extra = [(r, s) for r, s in run_fts(corpus.word, word_match(terms, all_terms=False), weights) if r not in seen]
         hits += extra
     for rowid, s in hits:
         plan.candidates.setdefault(rowid, Candidate(rowid)).word = max(s, 0.0)
     tri_expr = trigram_match(terms, query)
     if tri_expr:
         plan.legs.append("trigram")
-        for rowid, s in run_fts("fts_tri", tri_expr, weights):
+        for rowid, s in run_fts(corpus.trigram, tri_expr, weights):
             plan.candidates.setdefault(rowid, Candidate(rowid)).trigram = max(s, 0.0)
     short = like_terms(terms)
     if short:
@@ -219,7 +252,7 @@ def plan_and_fetch(
         for term in short:
             pattern = "%" + term.replace("\\", "\\\\").replace("%", "\\%").replace("_", "\\_") + "%"
             sql = (
-                "SELECT m.rowid FROM memories m WHERE (m.title LIKE ? ESCAPE '\\' OR m.body LIKE ? ESCAPE '\\' "
+                f"SELECT m.rowid FROM {corpus.rows} m WHERE (m.title LIKE ? ESCAPE '\\' OR m.body LIKE ? ESCAPE '\\' "
                 f"OR m.entities LIKE ? ESCAPE '\\'){where} LIMIT {CANDIDATES_PER_LEG * 5}"
             )
             for (rowid,) in conn.execute(sql, [pattern, pattern, pattern, *params]):
@@ -242,14 +275,14 @@ def coverage(terms: list[Term], folded_text: str) -> float:
 
 def best_line(terms: list[Term], title: str, title_line: int, body: str, body_line: int) -> int:
     """The file line holding the most query terms (the title line when it ties the best body line)."""
-    best, best_hits = title_line, _line_hits(terms, title)
-    for offset, line in enumerate(body.split("\n")):
+    best, best_hits = title_line, _line_hits(terms, fold(title))
+    # folding never adds or removes a newline, so the folded body splits into the same lines
+    for offset, line in enumerate(fold(body).split("\n")):
         hits = _line_hits(terms, line)
         if hits > best_hits:
             best, best_hits = body_line + offset, hits
     return best
 
 
-def _line_hits(terms: list[Term], line: str) -> int:
-    folded = _fold_keep_hangul(line)
-    return sum(1 for t in terms if t.stem and t.stem in folded)
+def _line_hits(terms: list[Term], folded_line: str) -> int:
+    return sum(1 for t in terms if t.stem and t.stem in folded_line)

@@ -4,7 +4,6 @@ from __future__ import annotations
 
 import functools
 from collections.abc import Callable
-from pathlib import Path
 from typing import Annotated, Literal, ParamSpec, TypeVar
 
 from mcp.server import MCPServer
@@ -36,7 +35,11 @@ StoreArg = Annotated[
     str | None,
     Field(description="Name of a sibling store to use instead of the default one (a name, not a path)."),
 ]
-TypeName = Literal["fact", "preference", "decision", "episode", "reference", "knowledge"]
+ScopeArg = Annotated[
+    Literal["local", "global"] | None,
+    Field(description="local = this project's memory, global = the account's. Default: both for recall and lookups by id; local (when a project is bound) for remember and status."),
+]
+TypeName = Literal["fact", "preference", "decision", "episode", "reference", "knowledge", "handoff"]
 StateName = Literal["active", "archived", "deprecated"]
 TrustName = Literal["user-stated", "agent-inferred", "imported"]
 
@@ -73,10 +76,13 @@ def build_server(service: MemoryService) -> MCPServer:
             list[str] | None, Field(description="Ids this memory replaces (they are archived).")
         ] = None,
         store: StoreArg = None,
+        scope: ScopeArg = None,
     ) -> RememberAnswer:
         """Store a memory as a Markdown file. The same text twice returns the original; neighbours that may
         contradict it come back as `conflicts` for you to judge (nothing is overwritten)."""
-        return service.remember(title, body, type, trust, entities, source, review_after, supersedes, store)
+        return service.remember(
+            title, body, type, trust, entities, source, review_after, supersedes, store=store, scope=scope
+        )
 
     @server.tool(title="Recall", annotations=read_only)
     @_tool_errors
@@ -88,22 +94,25 @@ def build_server(service: MemoryService) -> MCPServer:
         entity: str | None = None,
         include_deprecated: bool = False,
         store: StoreArg = None,
+        scope: ScopeArg = None,
     ) -> RecallAnswer:
-        """Search memories; each result cites `path` and `line` and explains its score."""
-        return service.recall(query, limit, type, state, entity, include_deprecated, store)
+        """Search memories (local and global scopes) and indexed documents in one ranked list; each result
+        cites `path` and `line` (open it with memory_read) and explains its score."""
+        return service.recall(query, limit, type, state, entity, include_deprecated, store=store, scope=scope)
 
     @server.tool(title="Read", annotations=read_only)
     @_tool_errors
     def memory_read(
         id: str | None = None,
-        path: Annotated[str | None, Field(description="Store-relative path, e.g. memories/x.md.")] = None,
+        path: Annotated[str | None, Field(description="memories/x.md, or an indexed document's path as recall cites it.")] = None,
         from_line: Annotated[int | None, Field(ge=1)] = None,
         to_line: Annotated[int | None, Field(ge=1)] = None,
         store: StoreArg = None,
+        scope: ScopeArg = None,
     ) -> ReadAnswer:
         """Read one memory (by id or path): text, frontmatter, supersede chain both ways, conflict history.
         At most 200 lines per call."""
-        return service.read(id, path, from_line, to_line, store)
+        return service.read(id, path, from_line, to_line, store=store, scope=scope)
 
     @server.tool(title="Update", annotations=writes)
     @_tool_errors
@@ -130,12 +139,13 @@ def build_server(service: MemoryService) -> MCPServer:
             Field(description="edit: refuse if the file's sha256 is no longer this (no lost write)."),
         ] = None,
         store: StoreArg = None,
+        scope: ScopeArg = None,
     ) -> UpdateAnswer:
         """Change a memory: edit fields, supersede it by another, set its state, link two memories, or
         resolve a conflict pair."""
         return service.update(
             op, id, title, body, type, trust, entities, source, review_after, state, reason, by, other_id,
-            pair_hash, resolution, winner, note, expected_sha256, store,
+            pair_hash, resolution, winner, note, expected_sha256, store=store, scope=scope,
         )  # fmt: skip
 
     @server.tool(title="Forget", annotations=ToolAnnotations(read_only_hint=False, destructive_hint=True))
@@ -146,31 +156,32 @@ def build_server(service: MemoryService) -> MCPServer:
         reason: Annotated[str | None, Field(description="Required for deprecate.")] = None,
         confirm: Annotated[bool, Field(description="Required (true) for purge, which deletes the file.")] = False,
         store: StoreArg = None,
+        scope: ScopeArg = None,
     ) -> ForgetAnswer:
         """Archive (kept, ranked lower), deprecate (kept, hidden from recall; reason required) or purge
         (file deleted; confirm=true required). Nothing is ever deleted automatically."""
-        return service.forget(id, mode, reason, confirm, store)
+        return service.forget(id, mode, reason, confirm, store=store, scope=scope)
 
     @server.tool(title="Status", annotations=read_only)
     @_tool_errors
-    def memory_status(store: StoreArg = None) -> StatusAnswer:
+    def memory_status(store: StoreArg = None, scope: ScopeArg = None) -> StatusAnswer:
         """Counts, unresolved conflicts, reviews due, compaction candidates, unparseable files, index health."""
-        return service.status(store)
+        return service.status(store=store, scope=scope)
 
     @server.tool(title="Reindex", annotations=ToolAnnotations(read_only_hint=False, idempotent_hint=True))
     @_tool_errors
     def memory_reindex(
         verify: Annotated[bool, Field(description="Re-hash every file and report index/canon mismatches.")] = False,
         store: StoreArg = None,
+        scope: ScopeArg = None,
     ) -> ReindexAnswer:
         """Rebuild the derived index from the Markdown files (nothing in the canon changes)."""
-        return service.reindex(verify, store)
+        return service.reindex(verify, store=store, scope=scope)
 
     return server
 
 
-def serve(root: Path) -> None:
-    service = MemoryService(root)
+def serve(service: MemoryService) -> None:
     try:
         build_server(service).run()
     finally:

@@ -6,9 +6,10 @@ the core modules this calls (canon, index, reconcile, query, ranking, lifecycle,
 
 from __future__ import annotations
 
-import threading
 import time
 from collections import defaultdict
+from collections.abc import Sequence
+from dataclasses import dataclass
 from datetime import UTC, date, datetime, timedelta
 from pathlib import Path
 from typing import Any
@@ -17,15 +18,27 @@ from ulid import ULID
 
 from . import canon
 from . import index as ix
+from .config import Settings
 from .conflicts import find_neighbours
+from .documents import (
+    DOCUMENT_TRUST,
+    DocumentSource,
+    chunks_by_rowid,
+    display_path,
+    indexed_document,
+    source_status,
+)
 from .errors import InputError, NotFoundError, StaleWriteError
 from .lifecycle import check_editable, check_transition
 from .models import (
+    BrowseAnswer,
     ChainLink,
     CompactionCandidate,
     ConflictHistoryEntry,
+    EditableMemory,
     ForgetAnswer,
     IndexFreshness,
+    MemoryItem,
     MemoryType,
     Mismatch,
     ReadAnswer,
@@ -36,15 +49,18 @@ from .models import (
     ReviewDue,
     State,
     StatusAnswer,
+    StoreInfo,
     Trust,
+    Unparseable,
     UpdateAnswer,
 )
-from .query import Filters, best_line, coverage, fold, plan_and_fetch
+from .query import DOCUMENTS, MEMORIES, Corpus, Filters, Plan, best_line, coverage, fold, plan_and_fetch
 from .ranking import DEFAULT as RANKING
-from .ranking import score
+from .ranking import RankingConstants, score
 from .reconcile import StatGate, unparseable_files
+from .scopes import Opened, Scopes, locate, merged_report
 from .session import StoreSession
-from .store import Store, open_store
+from .store import STORE_NAME, Store
 
 MAX_TITLE = 200
 MAX_BODY = 200_000
@@ -54,6 +70,7 @@ MAX_SOURCE = 1000
 MAX_QUERY = 2000
 MAX_READ_LINES = 200
 RECALL_LIMIT = (1, 20)
+BROWSE_LIMIT = (1, 500)
 COMPACTION_MIN_AGE_DAYS = 30
 COMPACTION_MIN_GROUP = 3
 NOT_RESTORED_BY_REBUILD = ["recall counts (heat) when .index/ is deleted or unreadable"]
@@ -117,24 +134,66 @@ def _check_source(source: str | None) -> str:
     return source
 
 
+def _is_memory_path(path: str) -> bool:
+    return Path(path).parts[:1] == ("memories",)
+
+
+def _line_range(from_line: int | None, to_line: int | None, total: int) -> tuple[int, int]:
+    start = 1 if from_line is None else from_line
+    if start < 1:
+        raise InputError("from_line: must be at least 1")
+    if to_line is not None and to_line < start:
+        raise InputError("to_line: must not be before from_line")
+    end = min(total, start + MAX_READ_LINES - 1) if to_line is None else to_line
+    if end - start + 1 > MAX_READ_LINES:
+        raise InputError(f"to_line: at most {MAX_READ_LINES} lines per read ({start}..{end} asked)")
+    return start, min(end, total)
+
+
+@dataclass
+class _Pool:
+    """Candidates of one corpus (memories or documents) in one scope, before ranking on a shared scale."""
+
+    scope: str
+    session: StoreSession
+    corpus: Corpus
+    plan: Plan
+
+
 class MemoryService:
-    """Serves one base store and its named siblings."""
+    """The seven operations over the bound project's local store and the account's global store."""
 
-    def __init__(self, root: Path) -> None:
+    def __init__(
+        self,
+        root: Path,
+        project_root: Path | None = None,
+        *,
+        local_dir: str = ".memory",
+        sources: Sequence[DocumentSource] = (),
+        chunk_chars: int = 1200,
+        ranking: RankingConstants = RANKING,
+    ) -> None:
         self.root = root.expanduser().absolute()
-        self._sessions: dict[str, StoreSession] = {}
-        self._lock = threading.Lock()
+        self.ranking = ranking
+        self.scopes = Scopes(self.root, project_root, local_dir, sources, chunk_chars)
 
-    def session(self, store: str | None = None) -> StoreSession:
-        target: Store = open_store(self.root, store)
-        with self._lock:
-            if target.name not in self._sessions:
-                self._sessions[target.name] = StoreSession(target)
-            return self._sessions[target.name]
+    @classmethod
+    def from_settings(cls, settings: Settings, store: Path | None = None) -> MemoryService:
+        """A service configured by layered settings; `store` (the CLI's --store) overrides the global root."""
+        return cls(
+            store if store is not None else settings.global_root(),
+            settings.project_root,
+            local_dir=settings.get("scopes.local_dir"),
+            sources=settings.document_sources(),
+            chunk_chars=settings.get("documents.chunk_chars"),
+            ranking=settings.ranking(),
+        )
+
+    def session(self, store: str | None = None, scope: str | None = None) -> StoreSession:
+        return self.scopes.session(scope, store)
 
     def close(self) -> None:
-        for s in self._sessions.values():
-            s.close()
+        self.scopes.close()
 
     # ------------------------------------------------------------ remember
 
@@ -149,6 +208,7 @@ class MemoryService:
         review_after: str | None = None,
         supersedes: list[str] | None = None,
         store: str | None = None,
+        scope: str | None = None,
     ) -> RememberAnswer:
         title, body = _check_title(title), _check_body(body)
         mem_type = _enum_arg(MemoryType, type, "type")
@@ -156,13 +216,14 @@ class MemoryService:
         entities, source = _check_entities(entities), _check_source(source)
         review = _check_date(review_after, "review_after")
         supersedes = list(dict.fromkeys(supersedes or []))
-        s = self.session(store)
+        s = self.scopes.session(scope, store)
         with s.transaction() as report:
             conn = s.conn
             existing = ix.find_by_norm_hash(conn, canon.norm_hash(title, body))
             if existing is not None:
                 return RememberAnswer(
                     id=existing.id,
+                    scope=s.scope,
                     path=existing.path,
                     created=False,
                     deduplicated_state=existing.state,
@@ -176,6 +237,14 @@ class MemoryService:
                 if old.state == State.DEPRECATED.value:
                     raise InputError(f"supersedes: '{old_id}' is deprecated; only active or archived can be superseded")
                 olds.append(old)
+            replaced_handoff = []
+            if mem_type is MemoryType.HANDOFF:
+                # at most one active handoff per store: the new one replaces the current one
+                for row in conn.execute("SELECT id FROM memories WHERE type = 'handoff' AND state = 'active'"):
+                    if row[0] not in supersedes:
+                        supersedes.append(row[0])
+                        olds.append(ix.get_memory(conn, mem_id=row[0]))
+                        replaced_handoff.append(row[0])
             entities = s.dictionary.normalise(entities)
             new_id = str(ULID())
             now = canon.now_iso()
@@ -191,7 +260,7 @@ class MemoryService:
                     created=now,
                     new_id=new_id,
                 )
-                if n.id not in supersedes
+                if n.id not in supersedes and mem_type is not MemoryType.HANDOFF
             ]
             fields: dict[str, Any] = {
                 "id": new_id,
@@ -218,9 +287,11 @@ class MemoryService:
             s.write_files(changed)
             return RememberAnswer(
                 id=new_id,
+                scope=s.scope,
                 path=rel,
                 created=True,
                 superseded=[o.id for o in olds],
+                message=f"replaced the previous handoff {', '.join(replaced_handoff)}" if replaced_handoff else "",
                 conflicts=neighbours,
                 index=s.index_report(report),
             )
@@ -259,79 +330,132 @@ class MemoryService:
         include_deprecated: bool = False,
         store: str | None = None,
         touch: bool = True,
+        trust: str | None = None,
+        scope: str | None = None,
     ) -> RecallAnswer:
+        """Search every scope (or the one named) and the indexed documents; rank all in one list."""
         if not RECALL_LIMIT[0] <= limit <= RECALL_LIMIT[1]:
             raise InputError(f"limit: {limit} is outside {RECALL_LIMIT[0]}..{RECALL_LIMIT[1]}")
         if len(query) > MAX_QUERY:
             raise InputError(f"query: {len(query)} characters, at most {MAX_QUERY}")
         mem_type = _enum_arg(MemoryType, type, "type")
         mem_state = _enum_arg(State, state, "state")
-        s = self.session(store)
-        with s.transaction() as report:
-            filters = Filters(
-                types=[mem_type.value] if mem_type else [],
-                states=[mem_state.value] if mem_state else [],
-                entity=s.dictionary.canonical(entity) if entity else None,
-                include_deprecated=include_deprecated,
-            )
+        mem_trust = _enum_arg(Trust, trust, "trust")
+        with self.scopes.open(scope, store) as opened:
+            index = merged_report(opened)
             if not query.strip():
-                return RecallAnswer(query=query, plan="empty query", results=[], index=s.index_report(report))
-            plan_text, results = self._rank(s, query, filters, limit)
-            if touch and results:
-                ix.bump_heat(s.conn, [r.id for r in results], canon.now_iso())
-            return RecallAnswer(query=query, plan=plan_text, results=results, index=s.index_report(report))
+                return RecallAnswer(query=query, plan="empty query", results=[], index=index)
+            pools: list[_Pool] = []
+            for o in opened:
+                s = o.session
+                filters = Filters(
+                    types=[mem_type.value] if mem_type else [],
+                    states=[mem_state.value] if mem_state else [],
+                    entity=s.dictionary.canonical(entity) if entity else None,
+                    include_deprecated=include_deprecated,
+                    trusts=[mem_trust.value] if mem_trust else [],
+                )
+                plan = plan_and_fetch(s.conn, query, filters, want=limit, dictionary=s.dictionary, k=self.ranking)
+                pools.append(_Pool(o.scope, s, MEMORIES, plan))
+                if s.sources and not (mem_type or mem_state or entity or mem_trust):
+                    plan = plan_and_fetch(s.conn, query, None, limit, s.dictionary, self.ranking, corpus=DOCUMENTS)
+                    pools.append(_Pool(o.scope, s, DOCUMENTS, plan))
+            results = self._rank(pools, limit)
+            if touch:
+                for o in opened:
+                    ids = [r.id for r in results if r.kind == "memory" and r.scope == o.scope]
+                    if ids:
+                        ix.bump_heat(o.session.conn, ids, canon.now_iso())
+            plan_text = "+".join(dict.fromkeys(leg for p in pools for leg in p.plan.legs)) or "no terms"
+            return RecallAnswer(query=query, plan=plan_text, results=results, index=index)
 
-    @staticmethod
-    def _rank(s: StoreSession, query: str, filters: Filters, limit: int) -> tuple[str, list[RecallResult]]:
-        plan = plan_and_fetch(s.conn, query, filters, want=limit, dictionary=s.dictionary)
-        plan_text = "+".join(plan.legs) or "no terms"
-        if not plan.candidates:
-            return plan_text, []
-        cands = plan.candidates
-        max_word = max((c.word for c in cands.values()), default=0.0) or 1.0
-        max_tri = max((c.trigram for c in cands.values()), default=0.0) or 1.0
-        mems = ix.memories_by_rowid(s.conn, list(cands))
-        heat = ix.heat_of(s.conn, [m.id for m in mems.values()])
+    def _rank(self, pools: list[_Pool], limit: int) -> list[RecallResult]:
+        """Score candidates from every pool on one scale: each leg is divided by its best value over all pools."""
+        all_cands = [c for p in pools for c in p.plan.candidates.values()]
+        if not all_cands:
+            return []
+        max_word = max(c.word for c in all_cands) or 1.0
+        max_tri = max(c.trigram for c in all_cands) or 1.0
         now = datetime.now(UTC)
-        scored = []
-        for rowid, c in cands.items():
-            m = mems.get(rowid)
-            if m is None:
+        scored: list[tuple[float, str, RecallResult]] = []
+        for pool in pools:
+            cands, terms = pool.plan.candidates, pool.plan.terms
+            if not cands:
                 continue
-            folded = fold(f"{m.title}\n{' '.join(m.entities)}\n{m.body}")
-            recalls, last = heat.get(m.id, (0, None))
-            total, comp = score(
-                word=c.word / max_word,
-                trigram=c.trigram / max_tri,
-                like=c.like,
-                coverage=coverage(plan.terms, folded),
-                trust=m.trust,
-                state=m.state,
-                updated=m.updated,
-                recalls=recalls,
-                last_recalled=last,
-                now=now,
-                k=RANKING,
-            )
-            scored.append((total, m, comp))
-        scored.sort(key=lambda x: (-x[0], x[1].id))
-        return plan_text, [
-            RecallResult(
-                id=m.id,
-                path=m.path,
-                line=best_line(plan.terms, m.title, m.title_line, m.body, m.body_line),
-                title=m.title,
-                excerpt=m.excerpt,
-                score=total,
-                components=comp,
-                type=m.type,
-                state=m.state,
-                trust=m.trust,
-                entities=m.entities,
-                updated=m.updated,
-            )
-            for total, m, comp in scored[:limit]
-        ]
+            conn = pool.session.conn
+            if pool.corpus is DOCUMENTS:
+                for rowid, chunk in chunks_by_rowid(conn, list(cands)).items():
+                    c = cands[rowid]
+                    total, comp = score(
+                        word=c.word / max_word,
+                        trigram=c.trigram / max_tri,
+                        like=c.like,
+                        coverage=coverage(terms, fold(f"{chunk.title}\n{chunk.label}\n{chunk.body}")),
+                        trust=DOCUMENT_TRUST,
+                        state=State.ACTIVE.value,
+                        updated=chunk.updated,
+                        recalls=0,
+                        last_recalled=None,
+                        now=now,
+                        k=self.ranking,
+                    )
+                    shown = display_path(Path(chunk.path), self.scopes.project_root)
+                    result = RecallResult(
+                        id=f"doc:{shown}#{chunk.start_line}",
+                        kind="document",
+                        scope=pool.scope,
+                        label=chunk.label,
+                        path=shown,
+                        line=best_line(terms, "", chunk.start_line, chunk.body, chunk.start_line),
+                        title=chunk.title,
+                        excerpt=chunk.excerpt,
+                        score=total,
+                        components=comp,
+                        type="document",
+                        state=State.ACTIVE.value,
+                        trust=DOCUMENT_TRUST,
+                        entities=[chunk.label],
+                        updated=chunk.updated,
+                    )
+                    scored.append((total, result.id, result))
+                continue
+            mems = ix.memories_by_rowid(conn, list(cands))
+            heat = ix.heat_of(conn, [m.id for m in mems.values()])
+            for rowid, m in mems.items():
+                c = cands[rowid]
+                recalls, last = heat.get(m.id, (0, None))
+                total, comp = score(
+                    word=c.word / max_word,
+                    trigram=c.trigram / max_tri,
+                    like=c.like,
+                    coverage=coverage(terms, fold(f"{m.title}\n{' '.join(m.entities)}\n{m.body}")),
+                    trust=m.trust,
+                    state=m.state,
+                    updated=m.updated,
+                    recalls=recalls,
+                    last_recalled=last,
+                    now=now,
+                    k=self.ranking,
+                )
+                result = RecallResult(
+                    id=m.id,
+                    kind="memory",
+                    scope=pool.scope,
+                    path=m.path,
+                    line=best_line(terms, m.title, m.title_line, m.body, m.body_line),
+                    title=m.title,
+                    excerpt=m.excerpt,
+                    score=total,
+                    components=comp,
+                    type=m.type,
+                    state=m.state,
+                    trust=m.trust,
+                    entities=m.entities,
+                    updated=m.updated,
+                )
+                scored.append((total, m.id, result))
+        scored.sort(key=lambda x: (-x[0], x[1]))
+        return [r for _, _, r in scored[:limit]]
 
     # ------------------------------------------------------------ read
 
@@ -342,61 +466,84 @@ class MemoryService:
         from_line: int | None = None,
         to_line: int | None = None,
         store: str | None = None,
+        scope: str | None = None,
     ) -> ReadAnswer:
+        """A memory by id or store-relative path, or a line range of an indexed document (nothing else)."""
         if (id is None) == (path is None):
             raise InputError("id/path: give exactly one of id or path")
-        s = self.session(store)
-        with s.transaction() as report:
+        with self.scopes.open(scope, store) as opened:
+            index = merged_report(opened)
+            label = None
             if id is not None:
-                mem = ix.get_memory(s.conn, mem_id=id)
-                if mem is None:
-                    raise NotFoundError(f"id: no memory with id '{id}'")
-                rel = mem.path
+                o, mem = locate(opened, id)
+                full, rel = o.session.store.root / mem.path, mem.path
+            elif _is_memory_path(path):
+                o, full, rel = self._memory_file(opened, path)
+                mem = ix.get_memory(o.session.conn, path=rel)
             else:
-                full = s.store.resolve_inside(path)
-                rel = s.store.relative(full)
-                if not rel.startswith("memories/") or not rel.endswith(".md"):
-                    raise InputError(f"path: '{path}' is not a memory file (memories/*.md)")
-                if not full.is_file():
-                    raise NotFoundError(f"path: no file at '{path}'")
-                mem = ix.get_memory(s.conn, path=rel)
-            full = s.store.root / rel
+                o, full, label = self._document_file(opened, path)
+                rel, mem = display_path(full, self.scopes.project_root), None
+            data = full.read_bytes()
             try:
-                text = canon.decode(full.read_bytes())
+                text = canon.decode(data)
             except canon.CanonError as exc:
                 raise InputError(f"path: '{rel}' cannot be read as text: {exc}") from None
             lines = text.split("\n")
             if lines and lines[-1] == "":
                 lines.pop()
-            total = len(lines)
-            start = 1 if from_line is None else from_line
-            if start < 1:
-                raise InputError("from_line: must be at least 1")
-            if to_line is not None and to_line < start:
-                raise InputError("to_line: must not be before from_line")
-            end = min(total, start + MAX_READ_LINES - 1) if to_line is None else to_line
-            if end - start + 1 > MAX_READ_LINES:
-                raise InputError(f"to_line: at most {MAX_READ_LINES} lines per read ({start}..{end} asked)")
-            end = min(end, total)
-            try:
-                frontmatter = canon.read_frontmatter(full)
-            except canon.CanonError:
-                frontmatter = {}
+            start, end = _line_range(from_line, to_line, len(lines))
+            frontmatter: dict[str, Any] = {}
+            if label is None:
+                try:
+                    frontmatter = canon.read_frontmatter(full)
+                except canon.CanonError:
+                    pass
             answer = ReadAnswer(
                 id=mem.id if mem else None,
+                scope=o.scope,
+                kind="memory" if label is None else "document",
+                label=label,
                 path=rel,
+                sha256=canon.sha256_bytes(data),
                 text="\n".join(lines[start - 1 : end]),
                 from_line=start,
                 to_line=end,
-                total_lines=total,
+                total_lines=len(lines),
                 frontmatter=frontmatter,
-                index=s.index_report(report),
+                index=index,
             )
             if mem is not None:
-                answer.supersedes_chain = self._chain(s, mem, "supersedes")
-                answer.superseded_by_chain = self._chain(s, mem, "superseded_by")
-                answer.conflicts = self._conflict_history(s, mem.id)
+                answer.supersedes_chain = self._chain(o.session, mem, "supersedes")
+                answer.superseded_by_chain = self._chain(o.session, mem, "superseded_by")
+                answer.conflicts = self._conflict_history(o.session, mem.id)
             return answer
+
+    @staticmethod
+    def _memory_file(opened: list[Opened], path: str) -> tuple[Opened, Path, str]:
+        for o in opened:
+            full = o.session.store.resolve_inside(path)  # refuses escapes before anything is read
+            rel = o.session.store.relative(full)
+            if not rel.startswith("memories/") or not rel.endswith(".md"):
+                raise InputError(f"path: '{path}' is not a memory file (memories/*.md)")
+            if full.is_file():
+                return o, full, rel
+        raise NotFoundError(f"path: no file at '{path}'")
+
+    def _document_file(self, opened: list[Opened], path: str) -> tuple[Opened, Path, str]:
+        home = next((o for o in opened if o.session.sources), None)
+        candidate = Path(path)
+        if not candidate.is_absolute() and self.scopes.project_root is not None:
+            candidate = self.scopes.project_root / candidate
+        label = None
+        if home is not None and candidate.is_absolute():
+            try:
+                label = indexed_document(home.session.conn, candidate.resolve(strict=True))
+            except (OSError, RuntimeError):
+                label = None
+        if home is None or label is None:
+            opened[0].session.store.resolve_inside(path)  # the precise refusal for escapes and absolute paths
+            raise InputError(f"path: '{path}' is not a memory file (memories/*.md) and not an indexed document")
+        return home, candidate.resolve(), label
 
     @staticmethod
     def _chain(s: StoreSession, mem: ix.IndexedMemory, direction: str) -> list[ChainLink]:
@@ -436,6 +583,102 @@ class MemoryService:
             for r in rows
         ]
 
+    # ------------------------------------------------------------ browse (web view)
+
+    def browse(
+        self,
+        state: str | None = None,
+        type: str | None = None,
+        trust: str | None = None,
+        entity: str | None = None,
+        limit: int = BROWSE_LIMIT[1],
+        offset: int = 0,
+        store: str | None = None,
+    ) -> BrowseAnswer:
+        """Memories matching the filters without a query, newest update first (state None = every state)."""
+        if not BROWSE_LIMIT[0] <= limit <= BROWSE_LIMIT[1]:
+            raise InputError(f"limit: {limit} is outside {BROWSE_LIMIT[0]}..{BROWSE_LIMIT[1]}")
+        if offset < 0:
+            raise InputError("offset: must not be negative")
+        mem_state = _enum_arg(State, state, "state")
+        mem_type = _enum_arg(MemoryType, type, "type")
+        mem_trust = _enum_arg(Trust, trust, "trust")
+        s = self.session(store)
+        with s.transaction() as report:
+            others = Filters(
+                types=[mem_type.value] if mem_type else [],
+                trusts=[mem_trust.value] if mem_trust else [],
+                entity=s.dictionary.canonical(entity) if entity else None,
+                include_deprecated=True,
+            )
+            where, params = others.sql()
+            sql = f"SELECT m.state, count(*) FROM memories m WHERE 1 = 1{where} GROUP BY 1"
+            counts = {r[0]: r[1] for r in s.conn.execute(sql, params)}
+            if mem_state is not None:
+                where += " AND m.state = ?"
+                params = [*params, mem_state.value]
+            items = [
+                MemoryItem(
+                    id=m.id,
+                    path=m.path,
+                    title=m.title,
+                    excerpt=m.excerpt,
+                    type=m.type,
+                    state=m.state,
+                    trust=m.trust,
+                    entities=m.entities,
+                    created=m.created,
+                    updated=m.updated,
+                )
+                for m in ix.filtered_memories(s.conn, where, params, limit, offset)
+            ]
+            return BrowseAnswer(
+                items=items,
+                total=counts.get(mem_state.value, 0) if mem_state else sum(counts.values()),
+                state_counts=counts,
+                entities=[r[0] for r in s.conn.execute("SELECT DISTINCT entity FROM entities ORDER BY entity")],
+                index=s.index_report(report),
+            )
+
+    def editable(self, id: str, store: str | None = None) -> EditableMemory:
+        """A memory's editable fields parsed from the file bytes, with their sha256 (for a safe edit)."""
+        s = self.session(store)
+        with s.transaction():
+            mem = ix.get_memory(s.conn, mem_id=id)
+            if mem is None:
+                raise NotFoundError(f"id: no memory with id '{id}'")
+            data = (s.store.root / mem.path).read_bytes()
+            try:
+                parsed = canon.parse(data, Path(mem.path).stem, "")
+            except canon.CanonError as exc:
+                raise InputError(f"id: '{mem.path}' cannot be parsed: {exc}") from None
+            return EditableMemory(
+                id=parsed.id,
+                path=mem.path,
+                sha256=canon.sha256_bytes(data),
+                title=parsed.title,
+                body=parsed.body,
+                type=parsed.type.value,
+                state=parsed.state.value,
+                trust=parsed.trust.value,
+                entities=parsed.entities,
+                source=parsed.source,
+                review_after=parsed.review_after,
+            )
+
+    def stores(self) -> list[StoreInfo]:
+        """The base store and the named sibling stores that exist next to it (what `store=` can reach)."""
+        root = self.root
+        out = [StoreInfo(name=root.name, root=str(root), memories_dir=str(root / "memories"), default=True)]
+        try:
+            siblings = sorted(p for p in self.root.parent.iterdir() if p != self.root)
+        except OSError:
+            siblings = []
+        for p in siblings:
+            if STORE_NAME.match(p.name) and (p / "memories").is_dir():
+                out.append(StoreInfo(name=p.name, root=str(p), memories_dir=str(p / "memories"), default=False))
+        return out
+
     # ------------------------------------------------------------ update
 
     def update(
@@ -459,14 +702,14 @@ class MemoryService:
         note: str | None = None,
         expected_sha256: str | None = None,
         store: str | None = None,
+        scope: str | None = None,
     ) -> UpdateAnswer:
+        """Change a memory in whichever scope holds it (ids it refers to must be in the same scope)."""
         if op not in UPDATE_OPS:
             raise InputError(f"op: '{op}' is not one of {', '.join(UPDATE_OPS)}")
-        s = self.session(store)
-        with s.transaction() as report:
-            mem = ix.get_memory(s.conn, mem_id=id)
-            if mem is None:
-                raise NotFoundError(f"id: no memory with id '{id}'")
+        with self.scopes.open(scope, store) as opened:
+            o, mem = locate(opened, id)
+            s = o.session
             now = canon.now_iso()
             if op == "edit":
                 changed, message = self._edit(
@@ -489,7 +732,7 @@ class MemoryService:
                 state=fresh.state if fresh else mem.state,
                 changed=[i for i, _ in changed],
                 message=message,
-                index=s.index_report(report),
+                index=merged_report(opened),
             )
 
     def _edit(
@@ -675,14 +918,13 @@ class MemoryService:
         reason: str | None = None,
         confirm: bool = False,
         store: str | None = None,
+        scope: str | None = None,
     ) -> ForgetAnswer:
         if mode not in FORGET_MODES:
             raise InputError(f"mode: '{mode}' is not one of {', '.join(FORGET_MODES)}")
-        s = self.session(store)
-        with s.transaction() as report:
-            mem = ix.get_memory(s.conn, mem_id=id)
-            if mem is None:
-                raise NotFoundError(f"id: no memory with id '{id}'")
+        with self.scopes.open(scope, store) as opened:
+            o, mem = locate(opened, id)
+            s = o.session
             now = canon.now_iso()
             if mode == "purge":
                 if confirm is not True:
@@ -695,7 +937,7 @@ class MemoryService:
                     path=mem.path,
                     state=None,
                     message=f"deleted {mem.path} (git history is the backstop)",
-                    index=s.index_report(report),
+                    index=merged_report(opened),
                 )
             target = State.ARCHIVED if mode == "archive" else State.DEPRECATED
             self._transition(s, mem, target, reason, now)
@@ -706,13 +948,14 @@ class MemoryService:
                 path=mem.path,
                 state=target.value,
                 message=f"{mem.state} → {target.value}",
-                index=s.index_report(report),
+                index=merged_report(opened),
             )
 
     # ------------------------------------------------------------ status
 
-    def status(self, store: str | None = None) -> StatusAnswer:
-        s = self.session(store)
+    def status(self, store: str | None = None, scope: str | None = None) -> StatusAnswer:
+        """One scope's health (default: the home scope, local when a project is bound)."""
+        s = self.scopes.session(scope, store)
         with s.transaction() as report:
             conn = s.conn
             by = {}
@@ -728,6 +971,9 @@ class MemoryService:
                 )
             ]
             return StatusAnswer(
+                scope=s.scope,
+                scopes=self.scopes.names,
+                sources=source_status(conn, s.sources),
                 store=s.store.name,
                 root=str(s.store.root),
                 total=sum(by["state"].values()),
@@ -737,7 +983,7 @@ class MemoryService:
                 unresolved_conflicts=s.open_conflicts(),
                 review_due=review,
                 compaction_candidates=self._compaction(s),
-                unparseable=unparseable_files(conn),
+                unparseable=[u.model_copy(update={"scope": s.scope}) for u in unparseable_files(conn)],
                 index=IndexFreshness(
                     path=s.store.relative(s.store.db_path),
                     size_bytes=s.db_size(),
@@ -784,18 +1030,26 @@ class MemoryService:
 
     # ------------------------------------------------------------ reindex
 
-    def reindex(self, verify: bool = False, store: str | None = None) -> ReindexAnswer:
+    def reindex(self, verify: bool = False, store: str | None = None, scope: str | None = None) -> ReindexAnswer:
+        """Rebuild every scope's index (or the one named); with verify, report mismatches first."""
         started = time.perf_counter()
-        s = self.session(store)
-        with s.transaction():
-            mismatches = self._verify(s) if verify else []
-            report, _ = s.rebuild()
-            memories = s.conn.execute("SELECT count(*) FROM memories").fetchone()[0]
+        files = memories = 0
+        unparseable: list[Unparseable] = []
+        mismatches: list[Mismatch] = []
+        with self.scopes.open(scope, store) as opened:
+            for o in opened:
+                s = o.session
+                mismatches += [m.model_copy(update={"scope": o.scope}) for m in (self._verify(s) if verify else [])]
+                report, _ = s.rebuild()
+                files += report.scanned
+                memories += s.conn.execute("SELECT count(*) FROM memories").fetchone()[0]
+                unparseable += [u.model_copy(update={"scope": o.scope}) for u in unparseable_files(s.conn)]
             return ReindexAnswer(
-                store=s.store.name,
-                files=report.scanned,
+                store="+".join(o.session.store.name for o in opened),
+                scopes=[o.scope for o in opened],
+                files=files,
                 memories=memories,
-                unparseable=unparseable_files(s.conn),
+                unparseable=unparseable,
                 verified=verify,
                 mismatches=mismatches,
                 seconds=round(time.perf_counter() - started, 4),

@@ -10,32 +10,49 @@ from __future__ import annotations
 import os
 import sqlite3
 import threading
-from collections.abc import Iterator
+from collections.abc import Iterator, Sequence
 from contextlib import contextmanager
 from pathlib import Path
-
-from filelock import FileLock
 
 from . import canon
 from . import index as ix
 from .dictionary import EntityDictionary
-from .models import ConflictSummary, IndexReport, ReconcileReport
+from .documents import DocumentSource, reconcile_documents
+from .errors import StoreAccessError
+from .models import ConflictSummary, DocumentsReport, IndexReport, ReconcileReport, ScopeReport
 from .reconcile import index_file, reconcile, unparseable_files
 from .store import Store
+from .storelock import StoreLock
+
+# SQLite errors that mean "wait", not "this index is damaged or unusable"
+_TRANSIENT_SQLITE = ("SQLITE_BUSY", "SQLITE_LOCKED", "SQLITE_INTERRUPT", "SQLITE_NOMEM")
 
 
 class StoreSession:
-    def __init__(self, store: Store) -> None:
+    def __init__(
+        self, store: Store, scope: str = "global", sources: Sequence[DocumentSource] = (), chunk_chars: int = 1200
+    ) -> None:
         self.store = store
+        self.scope = scope
+        # document sources are indexed by the store that is this server's home (local when a project is bound)
+        self.sources = tuple(sources)
+        self.chunk_chars = chunk_chars
+        self.last_documents = DocumentsReport()
         self._thread_lock = threading.RLock()
         self._conn: sqlite3.Connection | None = None
         self._db_inode: int | None = None
+        # (inode, size, mtime_ns) of the index file when this session last let go of it: a change seen at the
+        # next call means another process checkpointed it, or something damaged it (then it is re-checked)
+        self._db_stamp: tuple[int, int, int] | None = None
+        # set when the index file cannot be used (read-only .index/, read-only disk): why, for every answer
+        self.index_in_memory: str | None = None
+        self._index_dir_probe: tuple | None = None
         self._pending_rebuild_reason: str | None = None
         self.dictionary = EntityDictionary()
         self._dictionary_stamp: tuple[int, int] | None = None
         self.last_report = ReconcileReport()
         store.ensure()
-        self._file_lock = FileLock(str(store.lock_path), timeout=60, thread_local=False)
+        self._store_lock = StoreLock(store.root, store.lock_path)
 
     # ------------------------------------------------------------ connection
 
@@ -45,7 +62,40 @@ class StoreSession:
         return self._conn
 
     def _open(self) -> None:
-        """Open the index, rebuilding it from scratch when it is missing, foreign, stale or corrupt."""
+        """Open the index file, rebuilding it when missing, foreign, stale or corrupt; in memory when unwritable."""
+        try:
+            self._open_file()
+            self.index_in_memory = None
+        except (sqlite3.DatabaseError, OSError) as exc:
+            if _transient(exc):
+                raise
+            if self._conn is not None:
+                self._conn.close()
+                self._conn = None
+            self._open_memory(f"index file not usable ({_why(exc)})")
+
+    def _open_memory(self, why: str) -> None:
+        """A private in-memory index rebuilt from canon: answers keep coming when .index/ cannot be written."""
+        conn = ix.connect(":memory:")
+        ix.create_schema(conn)
+        self._conn = conn
+        self._db_inode, self._db_stamp = None, None
+        self.index_in_memory = f"{why}: answering from an in-memory index rebuilt from the Markdown files"
+        self._pending_rebuild_reason = self.index_in_memory
+        self._index_dir_probe = self._probe_index_dir()
+
+    def _probe_index_dir(self) -> tuple:
+        # what would make the file usable again: permissions or owner of .index/ or the file, a new file
+        out: list[object] = []
+        for p in (self.store.index_dir, self.store.db_path):
+            try:
+                st = p.stat()
+                out.append((st.st_mode, st.st_uid, st.st_ino))
+            except OSError:
+                out.append(None)
+        return tuple(out)
+
+    def _open_file(self) -> None:
         path = self.store.db_path
         reason: str | None = None
         if path.exists():
@@ -55,6 +105,7 @@ class StoreSession:
             except sqlite3.DatabaseError as exc:
                 conn, reason = None, f"index unreadable: {exc}"
             if reason is None:
+                ix.set_meta(conn, "opened_at", canon.now_iso())  # fails here, not mid-call, when read-only
                 self._adopt(conn)
                 return
             if conn is not None:
@@ -70,19 +121,59 @@ class StoreSession:
     def _adopt(self, conn: sqlite3.Connection) -> None:
         self._conn = conn
         self._db_inode = self.store.db_path.stat().st_ino
+        self._db_stamp = self._file_stamp()
+
+    def _file_stamp(self) -> tuple[int, int, int] | None:
+        try:
+            st = self.store.db_path.stat()
+        except OSError:
+            return None
+        return (st.st_ino, st.st_size, st.st_mtime_ns)
 
     def _check_connection(self) -> None:
-        # another process may have rebuilt (replaced) the file, or someone deleted .index/
+        if self._conn is not None and self.index_in_memory is not None:
+            probe = self._probe_index_dir()
+            if probe != self._index_dir_probe:
+                self._index_dir_probe = probe
+                self._retry_file()
+            return
+        else:
+            # another process may have rebuilt (replaced) or checkpointed the file, someone deleted .index/,
+            # or something truncated or overwrote it: anything but "as we left it" is opened and checked again
+            # (a fresh connection, so no cached page hides the damage)
+            stamp = self._file_stamp()
+            if self._conn is not None and stamp is not None and stamp == self._db_stamp:
+                return
+        if self._conn is not None:
+            self._conn.close()
+            self._conn = None
+        self.store.ensure()
+        self._open()
+
+    def _retry_file(self) -> None:
+        """In memory, and .index/ changed (permissions restored, file replaced): use the file again if it works."""
+        memory_conn, self._conn = self._conn, None
         try:
-            inode = self.store.db_path.stat().st_ino
-        except FileNotFoundError:
-            inode = None
-        if self._conn is None or inode != self._db_inode:
-            if self._conn is not None:
-                self._conn.close()
-                self._conn = None
-            self.store.ensure()
-            self._open()
+            self._open_file()
+        except (sqlite3.DatabaseError, OSError):
+            self._conn = memory_conn  # still unusable: keep answering from memory
+            return
+        if memory_conn is not None:
+            memory_conn.close()
+        self.index_in_memory = None
+
+    def _discard(self, reason: str) -> None:
+        """Drop a damaged or unusable index and open a fresh one (a file when possible, else memory)."""
+        if self._conn is not None:
+            self._conn.close()
+            self._conn = None
+        if self.index_in_memory is None:
+            try:
+                ix.remove_files(self.store.db_path)
+            except OSError:
+                pass  # read-only: _open falls back to memory
+        self._open()
+        self._pending_rebuild_reason = self.index_in_memory or reason
 
     def close(self) -> None:
         with self._thread_lock:
@@ -94,16 +185,48 @@ class StoreSession:
 
     @contextmanager
     def transaction(self) -> Iterator[ReconcileReport]:
-        with self._thread_lock, self._file_lock:
+        with self._thread_lock, self._store_lock:
+            report = self._reconcile_first()
+            self._reconcile_documents()
+            try:
+                yield report
+            except OSError as exc:
+                # a read-only store, a full disk, a file removed under us: say so instead of a bare failure
+                raise StoreAccessError(_access_message(exc, self.store)) from exc
+            finally:
+                self._db_stamp = self._file_stamp() if self.index_in_memory is None else None
+
+    def _reconcile_first(self) -> ReconcileReport:
+        for attempt in (1, 2):
             self._check_connection()
-            self._load_dictionary()
-            report = reconcile(self.store, self.conn, self.dictionary)
-            if self._pending_rebuild_reason:
-                report.rebuilt, report.rebuild_reason = True, self._pending_rebuild_reason
-                self._pending_rebuild_reason = None
-            self.last_report = report
-            ix.set_meta(self.conn, "last_reconcile", report.model_dump_json())
-            yield report
+            try:
+                self._load_dictionary()
+                report = reconcile(self.store, self.conn, self.dictionary)
+                if self._pending_rebuild_reason:
+                    report.rebuilt, report.rebuild_reason = True, self._pending_rebuild_reason
+                    self._pending_rebuild_reason = None
+                report.index_in_memory = self.index_in_memory
+                self.last_report = report
+                ix.set_meta(self.conn, "last_reconcile", report.model_dump_json())
+                return report
+            except sqlite3.DatabaseError as exc:
+                # damage the open-time checks could not see (or the file became read-only): rebuild once
+                if attempt == 2 or _transient(exc):
+                    raise
+                self._discard(f"index failed during reconcile ({_why(exc)})")
+        raise AssertionError("unreachable")
+
+    def _reconcile_documents(self) -> None:
+        if not self.sources and self.conn.execute("SELECT 1 FROM doc_files LIMIT 1").fetchone() is None:
+            self.last_documents = DocumentsReport()
+            return
+        self.conn.execute("BEGIN IMMEDIATE")
+        try:
+            self.last_documents = reconcile_documents(self.conn, self.sources, self.chunk_chars)
+            self.conn.execute("COMMIT")
+        except BaseException:
+            self.conn.execute("ROLLBACK")
+            raise
 
     def _load_dictionary(self) -> None:
         path = self.store.dictionary_path
@@ -142,13 +265,18 @@ class StoreSession:
             pass
         self.conn.close()
         self._conn = None
-        ix.remove_files(self.store.db_path)
+        if self.index_in_memory is None:
+            try:
+                ix.remove_files(self.store.db_path)
+            except OSError:
+                pass  # cannot remove it: _open checks it again, or falls back to memory
         self._open()
         self._pending_rebuild_reason = None
         self._dictionary_stamp = None
         self._load_dictionary()
         report = reconcile(self.store, self.conn, self.dictionary)
         report.rebuilt, report.rebuild_reason = True, "memory_reindex"
+        self._reconcile_documents()
         live = {r[0] for r in self.conn.execute("SELECT id FROM memories")}
         self.conn.executemany(
             "INSERT OR REPLACE INTO heat (memory_id, recalls, last_recalled) VALUES (?,?,?)",
@@ -163,8 +291,10 @@ class StoreSession:
         return IndexReport(
             store=self.store.name,
             reconcile=report,
-            unparseable=unparseable_files(self.conn),
+            scopes=[ScopeReport(scope=self.scope, store=self.store.name, root=str(self.store.root), reconcile=report)],
+            unparseable=[u.model_copy(update={"scope": self.scope}) for u in unparseable_files(self.conn)],
             unresolved_conflicts=self.open_conflicts(),
+            documents=self.last_documents if self.sources or self.last_documents.removed else None,
         )
 
     def open_conflicts(self) -> list[ConflictSummary]:
@@ -177,7 +307,9 @@ class StoreSession:
                WHERE c.status = 'open' ORDER BY c.detected"""
         )
         return [
-            ConflictSummary(pair_hash=r[0], a_id=r[1], b_id=r[2], detected=r[3], a_title=r[4], b_title=r[5])
+            ConflictSummary(
+                scope=self.scope, pair_hash=r[0], a_id=r[1], b_id=r[2], detected=r[3], a_title=r[4], b_title=r[5]
+            )
             for r in rows
         ]
 
@@ -190,3 +322,22 @@ class StoreSession:
             except OSError:
                 pass
         return total
+
+
+def _transient(exc: BaseException) -> bool:
+    return getattr(exc, "sqlite_errorname", "").startswith(_TRANSIENT_SQLITE)
+
+
+def _why(exc: BaseException) -> str:
+    return getattr(exc, "strerror", None) or str(exc) or type(exc).__name__
+
+
+def _access_message(exc: OSError, store: Store) -> str:
+    where = exc.filename
+    if where is not None:
+        try:
+            where = store.relative(Path(where))
+        except ValueError:
+            pass
+    target = f" '{where}'" if where is not None else ""
+    return f"store: cannot access{target}: {exc.strerror or exc}"

@@ -40,12 +40,23 @@ class Store:
         return self.root / "dictionary.md"
 
     def ensure(self) -> None:
-        """Create the layout on first use; the store writes its own .gitignore for the index."""
-        self.memories_dir.mkdir(parents=True, exist_ok=True)
-        self.index_dir.mkdir(parents=True, exist_ok=True)
-        gitignore = self.root / ".gitignore"
-        if not gitignore.exists():
-            gitignore.write_text(GITIGNORE, encoding="utf-8")
+        """Create the layout on first use; the store writes its own .gitignore for the index.
+
+        A store that cannot be written (read-only disk, another account's files) is still opened: the
+        session then answers from an in-memory index, and a write says why it cannot happen.
+        """
+        try:
+            self.memories_dir.mkdir(parents=True, exist_ok=True)
+        except OSError:
+            if not self.root.is_dir():
+                raise
+        try:
+            self.index_dir.mkdir(parents=True, exist_ok=True)
+            gitignore = self.root / ".gitignore"
+            if not gitignore.exists():
+                gitignore.write_text(GITIGNORE, encoding="utf-8")
+        except OSError:
+            pass
 
     def relative(self, path: Path) -> str:
         return path.relative_to(self.root).as_posix()

@@ -1,0 +1,264 @@
+"""Indexed documents: read-only notes and READMEs searched beside memories, cited by `path:line`.
+
+Sources come from settings (`documents.sources`). They are reconciled in the same pass as the canon —
+stat gate → sha256 → re-chunk only files that changed — and chunked by `#`/`##`/`###` headings (or about
+`chunk_chars` characters where there are none), each chunk keeping its real line range. The server never
+writes a document.
+"""
+
+from __future__ import annotations
+
+import fnmatch
+import os
+import re
+import sqlite3
+import time
+from collections.abc import Sequence
+from dataclasses import dataclass
+from pathlib import Path
+
+from . import canon
+from .config import DocumentSource
+from .models import DocumentsReport, SkippedDocument, SourceStatus, first_paragraph
+
+_HEADING = re.compile(r"^#{1,3}\s+(\S.*?)\s*#*\s*$")
+_FENCE = re.compile(r"^\s*(```|~~~)")
+# A document ranks like imported knowledge: below what the person stated themselves.
+DOCUMENT_TRUST = "imported"
+
+
+@dataclass
+class Chunk:
+    heading: str
+    start_line: int
+    end_line: int
+    text: str
+
+
+def chunk_text(text: str, fallback_title: str, chunk_chars: int = 1200) -> list[Chunk]:
+    """Sections at `#`..`###` headings (not inside code fences); long sections split at blank lines."""
+    lines = text.split("\n")
+    if lines and lines[-1] == "":
+        lines.pop()
+    sections: list[tuple[str, int, int]] = []  # heading, first index, last index (inclusive)
+    heading, start, in_fence = fallback_title, 0, False
+    for i, line in enumerate(lines):
+        if _FENCE.match(line):
+            in_fence = not in_fence
+        match = None if in_fence else _HEADING.match(line)
+        if match and i > start:
+            sections.append((heading, start, i - 1))
+            start = i
+        if match:
+            heading = match.group(1)
+    if lines:
+        sections.append((heading, start, len(lines) - 1))
+    chunks: list[Chunk] = []
+    for title, first, last in sections:
+        chunks.extend(_split_section(lines, title, first, last, chunk_chars))
+    return [c for c in chunks if c.text.strip()]
+
+
+def _split_section(lines: list[str], title: str, first: int, last: int, limit: int) -> list[Chunk]:
+    out: list[Chunk] = []
+    piece_start, size = first, 0
+    for i in range(first, last + 1):
+        size += len(lines[i]) + 1
+        at_break = i == last or not lines[i].strip() or size >= 2 * limit
+        if size >= limit and at_break:
+            out.append(Chunk(title, piece_start + 1, i + 1, "\n".join(lines[piece_start : i + 1])))
+            piece_start, size = i + 1, 0
+    if piece_start <= last:
+        out.append(Chunk(title, piece_start + 1, last + 1, "\n".join(lines[piece_start : last + 1])))
+    return out
+
+
+def _ignored(rel: str, patterns: Sequence[str]) -> bool:
+    for pattern in patterns:
+        if fnmatch.fnmatch(rel, pattern) or fnmatch.fnmatch(rel + "/", pattern):
+            return True
+        # "dir/**" also ignores the directory itself
+        if pattern.endswith("/**") and (rel == pattern[:-3] or rel.startswith(pattern[:-2])):
+            return True
+    return False
+
+
+def scan_source(source: DocumentSource) -> dict[str, tuple[int, int]]:
+    """Absolute path → (mtime_ns, size) for every candidate file of a source; one stat each, no reads."""
+    out: dict[str, tuple[int, int]] = {}
+    root = source.path
+    if not root.is_dir():
+        return out
+    exts = tuple(e.lower() for e in source.extensions)
+    for folder, dirs, files in os.walk(root, followlinks=False):
+        rel_folder = os.path.relpath(folder, root)
+        rel_folder = "" if rel_folder == "." else rel_folder.replace(os.sep, "/") + "/"
+        dirs[:] = [d for d in dirs if not d.startswith(".") and not _ignored(rel_folder + d, source.ignore)]
+        for name in files:
+            if not name.lower().endswith(exts) or _ignored(rel_folder + name, source.ignore):
+                continue
+            full = os.path.join(folder, name)
+            try:
+                st = os.stat(full, follow_symlinks=False)
+            except OSError:
+                continue
+            if not os.path.isfile(full) or os.path.islink(full):
+                continue
+            out[full] = (st.st_mtime_ns, st.st_size)
+    return out
+
+
+def reconcile_documents(
+    conn: sqlite3.Connection, sources: Sequence[DocumentSource], chunk_chars: int
+) -> DocumentsReport:
+    """Runs inside the caller's transaction (the home store's lock is held)."""
+    started = time.perf_counter()
+    report = DocumentsReport()
+    known = {r[0]: r for r in conn.execute("SELECT path, label, mtime_ns, size, sha256, skipped FROM doc_files")}
+    seen: dict[str, tuple[str, int, int, int]] = {}
+    for source in sources:
+        for path, (mtime, size) in scan_source(source).items():
+            seen.setdefault(path, (source.label, mtime, size, source.max_file_bytes))
+    report.scanned = len(seen)
+    for path in sorted(known.keys() - seen.keys()):
+        conn.execute("DELETE FROM doc_files WHERE path = ?", (path,))
+        _drop_chunks(conn, path)
+        report.removed += 1
+    for path in sorted(seen):
+        label, mtime, size, max_bytes = seen[path]
+        row = known.get(path)
+        if row is not None and row[1] == label and row[2] == mtime and row[3] == size:
+            continue
+        if size > max_bytes:
+            _record(conn, path, label, mtime, size, "", f"larger than {max_bytes} bytes")
+            _drop_chunks(conn, path)
+            continue
+        try:
+            data = Path(path).read_bytes()
+        except OSError as exc:
+            _record(conn, path, label, mtime, size, "", f"cannot read: {exc.strerror}")
+            _drop_chunks(conn, path)
+            continue
+        report.hashed += 1
+        sha = canon.sha256_bytes(data)
+        gate_mtime = 0 if time.time_ns() - mtime < 50_000_000 else mtime  # racy entry: re-hash next time
+        if row is not None and row[4] == sha and row[1] == label and not row[5]:
+            conn.execute("UPDATE doc_files SET mtime_ns = ?, size = ? WHERE path = ?", (gate_mtime, size, path))
+            continue
+        try:
+            text = canon.decode(data)
+        except canon.CanonError as exc:
+            _record(conn, path, label, gate_mtime, size, sha, str(exc))
+            _drop_chunks(conn, path)
+            continue
+        _drop_chunks(conn, path)
+        for c in chunk_text(text, Path(path).name, chunk_chars):
+            cur = conn.execute(
+                "INSERT INTO doc_chunks (path, label, title, body, entities, start_line, end_line, updated) "
+                "VALUES (?,?,?,?,?,?,?,?)",
+                (path, label, c.heading, c.text, label, c.start_line, c.end_line, _iso(mtime)),
+            )
+            for table in ("fts_doc_word", "fts_doc_tri"):
+                conn.execute(
+                    f"INSERT INTO {table} (rowid, title, entities, body) VALUES (?,?,?,?)",
+                    (cur.lastrowid, c.heading, label, c.text),
+                )
+        _record(conn, path, label, gate_mtime, size, sha, None)
+        report.reindexed += 1
+    report.skipped = [
+        SkippedDocument(path=r[0], reason=r[1])
+        for r in conn.execute("SELECT path, skipped FROM doc_files WHERE skipped IS NOT NULL ORDER BY path")
+    ]
+    report.seconds = round(time.perf_counter() - started, 6)
+    return report
+
+
+def _record(
+    conn: sqlite3.Connection, path: str, label: str, mtime: int, size: int, sha: str, skipped: str | None
+) -> None:
+    conn.execute(
+        "INSERT OR REPLACE INTO doc_files (path, label, mtime_ns, size, sha256, skipped, indexed_at) "
+        "VALUES (?,?,?,?,?,?,?)",
+        (path, label, mtime, size, sha, skipped, canon.now_iso()),
+    )
+
+
+def _drop_chunks(conn: sqlite3.Connection, path: str) -> None:
+    rowids = [r[0] for r in conn.execute("SELECT rowid FROM doc_chunks WHERE path = ?", (path,))]
+    for rowid in rowids:
+        conn.execute("DELETE FROM fts_doc_word WHERE rowid = ?", (rowid,))
+        conn.execute("DELETE FROM fts_doc_tri WHERE rowid = ?", (rowid,))
+    conn.execute("DELETE FROM doc_chunks WHERE path = ?", (path,))
+
+
+def _iso(ns: int) -> str:
+    return time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime(ns / 1e9))
+
+
+def source_status(conn: sqlite3.Connection, sources: Sequence[DocumentSource]) -> list[SourceStatus]:
+    out = []
+    for source in sources:
+        row = conn.execute(
+            "SELECT count(*), coalesce(sum(size), 0), max(indexed_at), "
+            "sum(CASE WHEN skipped IS NOT NULL THEN 1 ELSE 0 END) FROM doc_files WHERE label = ?",
+            (source.label,),
+        ).fetchone()
+        out.append(
+            SourceStatus(
+                label=source.label,
+                path=str(source.path),
+                files=row[0] - (row[3] or 0),
+                skipped=row[3] or 0,
+                bytes=row[1],
+                last_indexed=row[2],
+            )
+        )
+    return out
+
+
+def indexed_document(conn: sqlite3.Connection, path: Path) -> str | None:
+    """The indexed (not skipped) document at this absolute path, or None: only these may be read."""
+    row = conn.execute("SELECT label FROM doc_files WHERE path = ? AND skipped IS NULL", (str(path),)).fetchone()
+    return row[0] if row else None
+
+
+@dataclass
+class ChunkRow:
+    rowid: int
+    path: str
+    label: str
+    title: str
+    body: str
+    start_line: int
+    end_line: int
+    updated: str
+
+    @property
+    def excerpt(self) -> str:
+        lines = self.body.split("\n")
+        if lines and _HEADING.match(lines[0]):
+            lines = lines[1:]
+        return first_paragraph("\n".join(lines))
+
+
+def chunks_by_rowid(conn: sqlite3.Connection, rowids: list[int]) -> dict[int, ChunkRow]:
+    out: dict[int, ChunkRow] = {}
+    for start in range(0, len(rowids), 500):
+        part = rowids[start : start + 500]
+        sql = (
+            "SELECT rowid, path, label, title, body, start_line, end_line, updated FROM doc_chunks "
+            f"WHERE rowid IN ({','.join('?' * len(part))})"
+        )
+        for r in conn.execute(sql, part):
+            out[r[0]] = ChunkRow(*r)
+    return out
+
+
+def display_path(path: Path, project_root: Path | None) -> str:
+    """How a document is cited: relative to the project root when inside it, else absolute."""
+    if project_root is not None:
+        try:
+            return path.relative_to(project_root).as_posix()
+        except ValueError:
+            pass
+    return str(path)
