@@ -13,7 +13,7 @@ from pathlib import Path
 from pydantic import BaseModel
 
 from .config import ConfigError, Settings, describe, load_settings
-from .errors import MemoryMcpError
+from .errors import InputError, MemoryMcpError
 from .models import ReadAnswer, RecallAnswer, ReindexAnswer, RememberAnswer, StatusAnswer
 from .service import MemoryService
 
@@ -47,6 +47,7 @@ def build_parser() -> argparse.ArgumentParser:
     r.add_argument("--state")
     r.add_argument("--entity")
     r.add_argument("--include-deprecated", action="store_true")
+    r.add_argument("--scope", choices=["local", "global"], help="default: both (recall, read) or home")
     r.add_argument("--json", action="store_true", help="print the structured answer as JSON")
 
     m = sub.add_parser("remember", help="store a memory")
@@ -58,20 +59,28 @@ def build_parser() -> argparse.ArgumentParser:
     m.add_argument("--source")
     m.add_argument("--review-after")
     m.add_argument("--supersedes", action="append", default=[])
+    m.add_argument("--scope", choices=["local", "global"], help="default: both (recall, read) or home")
     m.add_argument("--json", action="store_true")
 
     d = sub.add_parser("read", help="print a memory by id or store-relative path")
     d.add_argument("target", help="an id, or a path such as memories/x.md")
     d.add_argument("--from-line", type=int)
     d.add_argument("--to-line", type=int)
+    d.add_argument("--scope", choices=["local", "global"], help="default: both (recall, read) or home")
     d.add_argument("--json", action="store_true")
 
     s = sub.add_parser("status", help="counts, conflicts, reviews due, index health")
+    s.add_argument("--scope", choices=["local", "global"], help="default: both (recall, read) or home")
     s.add_argument("--json", action="store_true")
 
     x = sub.add_parser("reindex", help="rebuild the index from the Markdown files")
     x.add_argument("--verify", action="store_true", help="re-hash everything; exit 1 on any mismatch")
+    x.add_argument("--scope", choices=["local", "global"], help="default: both (recall, read) or home")
     x.add_argument("--json", action="store_true")
+
+    e = sub.add_parser("export", help="write MEMORY.md: active memories by type, newest first (never read back)")
+    e.add_argument("--scope", choices=["local", "global"])
+    e.add_argument("--to", type=Path, default=Path("."), help="directory to write MEMORY.md into (default: here)")
 
     # the same options after the subcommand; SUPPRESS keeps them from clobbering the top-level ones
     c = sub.add_parser("config", help="print every effective setting and the layer it came from")
@@ -144,7 +153,9 @@ def _ui(service: MemoryService, port: int) -> int:
 
 def _run(service: MemoryService, args: argparse.Namespace) -> int:
     if args.command == "recall":
-        answer = service.recall(args.query, args.limit, args.type, args.state, args.entity, args.include_deprecated)
+        answer = service.recall(
+            args.query, args.limit, args.type, args.state, args.entity, args.include_deprecated, scope=args.scope
+        )
         _emit(answer, args.json, _recall_text)
     elif args.command == "remember":
         body = args.body if args.body not in (None, "-") else sys.stdin.read()
@@ -157,6 +168,7 @@ def _run(service: MemoryService, args: argparse.Namespace) -> int:
             args.source,
             args.review_after,
             args.supersedes,
+            scope=args.scope,
         )
         _emit(answer, args.json, _remember_text)
     elif args.command == "read":
@@ -166,12 +178,20 @@ def _run(service: MemoryService, args: argparse.Namespace) -> int:
             path=args.target if is_path else None,
             from_line=args.from_line,
             to_line=args.to_line,
+            scope=args.scope,
         )
         _emit(answer, args.json, _read_text)
+    elif args.command == "export":
+        answer = service.export(scope=args.scope)
+        if not args.to.is_dir():
+            raise InputError(f"--to: '{args.to}' is not a directory")
+        target = args.to / "MEMORY.md"
+        target.write_text(answer.text, encoding="utf-8")
+        print(f"wrote {target}: {answer.memories} active memories ({', '.join(answer.scopes)})")
     elif args.command == "status":
-        _emit(service.status(), args.json, _status_text)
+        _emit(service.status(scope=args.scope), args.json, _status_text)
     elif args.command == "reindex":
-        answer = service.reindex(verify=args.verify)
+        answer = service.reindex(verify=args.verify, scope=args.scope)
         _emit(answer, args.json, _reindex_text)
         return EXIT_MISMATCH if answer.mismatches else EXIT_OK
     return EXIT_OK

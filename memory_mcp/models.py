@@ -368,6 +368,12 @@ class StatusAnswer(BaseModel):
     index: IndexFreshness
 
 
+class ExportAnswer(BaseModel):
+    text: str
+    memories: int
+    scopes: list[str]
+
+
 class Mismatch(BaseModel):
     scope: str = "global"
     path: str
