@@ -85,10 +85,17 @@ class RoundTripYAMLHandler(BaseHandler):
         if len(fm.encode("utf-8")) > MAX_FRONTMATTER_BYTES:
             raise CanonError(f"frontmatter larger than {MAX_FRONTMATTER_BYTES} bytes")
         y = _yaml()
+        # The YAML library is a boundary: whatever it raises on hostile text (deep nesting overflows its
+        # recursive composer, an impossible date or a 5,000-digit integer raise ValueError while building
+        # values) becomes this file's reason, never a crash of the reconcile pass.
         try:
             node = y.compose(fm)
         except YAMLError as exc:
             raise CanonError(f"bad YAML: {_one_line(exc)}") from None
+        except RecursionError:
+            raise CanonError("bad YAML: frontmatter nested too deeply") from None
+        except Exception as exc:
+            raise CanonError(f"bad YAML: {type(exc).__name__}: {_one_line(exc)}") from None
         if node is None:
             return CommentedMap()
         _check_node(node)
@@ -96,6 +103,10 @@ class RoundTripYAMLHandler(BaseHandler):
             data = y.load(fm)
         except YAMLError as exc:
             raise CanonError(f"bad YAML: {_one_line(exc)}") from None
+        except RecursionError:
+            raise CanonError("bad YAML: frontmatter nested too deeply") from None
+        except Exception as exc:
+            raise CanonError(f"bad YAML value: {type(exc).__name__}: {_one_line(exc)}") from None
         if not isinstance(data, CommentedMap):
             raise CanonError("frontmatter is not a mapping")
         return data
@@ -373,7 +384,10 @@ def set_list(meta: CommentedMap, key: str, values: list[str]) -> None:
 def atomic_write(path: Path, data: bytes) -> None:
     """Temp file in the same directory + fsync + rename + directory fsync."""
     path.parent.mkdir(parents=True, exist_ok=True)
-    fd, tmp = tempfile.mkstemp(prefix=f".{path.name}.", suffix=".tmp", dir=path.parent)
+    try:
+        fd, tmp = tempfile.mkstemp(prefix=f".{path.name}.", suffix=".tmp", dir=path.parent)
+    except OSError as exc:  # name the file being written, not the temp name nobody will recognise
+        raise OSError(exc.errno, exc.strerror, str(path)) from exc
     try:
         with os.fdopen(fd, "wb") as fh:
             fh.write(data)

@@ -95,16 +95,7 @@ SETTINGS: tuple[Setting, ...] = (
     # conflict gate (conflicts.py)
     _f("conflicts.near_text_similarity", 0.5, 0.0, 1.0, "word-set similarity at which two memories are neighbours"),
     _i("conflicts.max_conflicts", 5, 0, 1000, "most conflict candidates reported for one new memory"),
-    # reconcile (reconcile.py)
-    _i(
-        "reconcile.racy_window_ns",
-        50_000_000,
-        0,
-        10_000_000_000,
-        "files modified this recently (ns) are re-hashed even if the stat gate matches",
-    ),
-    # canon (canon.py)
-    _i("canon.max_file_bytes", 1024 * 1024, 1024, 100 * 1024 * 1024, "largest memory file that is parsed"),
+    # (the reconciler's 50 ms racy window and canon's 1 MiB file cap are safety constants, not settings)
     # scopes
     Setting("scopes.global_root", "~/.memory-mcp/default", "path", help="the account (global) store directory"),
     Setting("scopes.local_dir", ".memory", "str", help="the project (local) store, relative to the project root"),

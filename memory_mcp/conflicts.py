@@ -53,6 +53,8 @@ def find_neighbours(
     entities: list[str],
     created: str,
     new_id: str,
+    near_text: float = NEAR_TEXT_SIMILARITY,
+    max_conflicts: int = MAX_CONFLICTS,
 ) -> list[ConflictCandidate]:
     """Active same-type memories sharing an entity or with near text; pairs already recorded are skipped."""
     rowids: set[int] = set()
@@ -84,7 +86,7 @@ def find_neighbours(
             continue
         shared = sorted(set(entities) & set(mem.entities))
         sim = similarity(f"{title} {body}", f"{mem.title} {mem.body}")
-        if not shared and sim < NEAR_TEXT_SIMILARITY:
+        if not shared and sim < near_text:
             continue
         # a shared entity alone is weak evidence unless the texts also overlap somewhat
         if shared and sim < 0.08 and fold(title) != fold(mem.title):
@@ -107,4 +109,4 @@ def find_neighbours(
             )
         )
     candidates.sort(key=lambda c: (len(c.shared_entities), c.text_similarity), reverse=True)
-    return candidates[:MAX_CONFLICTS]
+    return candidates[:max_conflicts]

@@ -6,8 +6,10 @@ no reads) and must never fail because one file is bad or changes underneath it.
 
 from __future__ import annotations
 
+import errno
 import os
 import sqlite3
+import stat
 import time
 from dataclasses import dataclass
 from pathlib import Path
@@ -37,6 +39,7 @@ class StatGate:
     def __init__(self, store: Store) -> None:
         self.store = store
         self.real_root = store.root.resolve()
+        self.real_memories = store.memories_dir.resolve()
 
     def scan(self) -> dict[str, DiskEntry]:
         out: dict[str, DiskEntry] = {}
@@ -83,6 +86,9 @@ class StatGate:
             return "symlink loop or dangling symlink"
         if real != self.real_root and self.real_root not in real.parents:
             return "symlink points outside the store"
+        if real != self.real_memories and self.real_memories not in real.parents:
+            # .index/, dictionary.md and the rest of the store are not memories, even through a link
+            return "symlink points outside memories/"
         return None
 
     @staticmethod
@@ -156,9 +162,7 @@ def index_file(
     path = store.root / rel
     outcome = FileOutcome()
     try:
-        before = path.stat()
-        with path.open("rb") as fh:
-            data = fh.read(canon.MAX_FILE_BYTES + 1)
+        before, data = _read_capped(path)
     except FileNotFoundError:
         ix.drop_file(conn, rel)
         outcome.removed = 1
@@ -178,9 +182,12 @@ def index_file(
     fallback_time = _iso_from_ns(before.st_mtime_ns)
     try:
         mem = canon.parse(data, Path(rel).stem, fallback_time)
-    except canon.CanonError as exc:
+    except Exception as exc:
+        # CanonError is the expected kind; anything else is a parser bug, and one file must never stop
+        # the pass that keeps every other memory findable: record it as this file's reason instead
+        reason = str(exc) if isinstance(exc, canon.CanonError) else f"cannot parse ({type(exc).__name__}: {exc})"
         ix.drop_memory_at(conn, rel)
-        ix.put_file(conn, ix.FileRow(rel, mtime, before.st_size, sha, None, str(exc)))
+        ix.put_file(conn, ix.FileRow(rel, mtime, before.st_size, sha, None, reason[:500]))
         return outcome
     owner = conn.execute("SELECT path FROM memories WHERE id = ?", (mem.id,)).fetchone()
     if owner is not None and owner[0] != rel:
@@ -195,16 +202,45 @@ def index_file(
         and mem.state is State.ARCHIVED
         and previous.body_sha != ix.body_sha(mem.body)
     ):
-        # A person edited an archived memory's body by hand: they are using it again.
-        sha = canon.rewrite(path, _reactivate)
-        before = path.stat()
-        mtime = _gate_mtime(before.st_mtime_ns)
-        mem.state = State.ACTIVE
-        mem.updated = canon.now_iso()
+        # A person edited an archived memory's body by hand: they are using it again. Only when the file
+        # is still the bytes just read (a newer save is never overwritten; the next pass sees it), and
+        # only when it can be written (a read-only store keeps it archived).
+        try:
+            sha = canon.rewrite(path, _reactivate, expected_sha=sha)
+            before = path.stat()
+        except (canon.CanonError, OSError):
+            pass
+        else:
+            mtime = _gate_mtime(before.st_mtime_ns)
+            mem.state = State.ACTIVE
+            mem.updated = canon.now_iso()
     ix.put_memory(conn, rel, mem, dictionary.normalise(mem.entities))
     ix.put_file(conn, ix.FileRow(rel, mtime, before.st_size, sha, mem.id, None))
     outcome.memory_id = mem.id
     return outcome
+
+
+def _read_capped(path: Path) -> tuple[os.stat_result, bytes]:
+    """The file's stat and at most MAX_FILE_BYTES + 1 of its bytes, from one open file.
+
+    O_NONBLOCK and the regular-file check keep a FIFO or device swapped in after the scan from blocking
+    the pass; fstat describes exactly the file that was read, even if it is replaced meanwhile.
+    """
+    fd = os.open(path, os.O_RDONLY | getattr(os, "O_NONBLOCK", 0) | getattr(os, "O_BINARY", 0))
+    try:
+        st = os.fstat(fd)
+        if not stat.S_ISREG(st.st_mode):
+            raise OSError(errno.EINVAL, "not a regular file", str(path))
+        chunks, left = [], canon.MAX_FILE_BYTES + 1
+        while left > 0:
+            chunk = os.read(fd, min(left, 1 << 20))
+            if not chunk:
+                break
+            chunks.append(chunk)
+            left -= len(chunk)
+        return st, b"".join(chunks)
+    finally:
+        os.close(fd)
 
 
 def _reactivate(meta: dict) -> None:

@@ -37,7 +37,9 @@ StoreArg = Annotated[
 ]
 ScopeArg = Annotated[
     Literal["local", "global"] | None,
-    Field(description="local = this project's memory, global = the account's. Default: both for recall and lookups by id; local (when a project is bound) for remember and status."),
+    Field(
+        description="local = this project's memory, global = the account's. Default: both for recall and lookups by id; local (when a project is bound) for remember and status."
+    ),
 ]
 TypeName = Literal["fact", "preference", "decision", "episode", "reference", "knowledge", "handoff"]
 StateName = Literal["active", "archived", "deprecated"]
@@ -88,7 +90,7 @@ def build_server(service: MemoryService) -> MCPServer:
     @_tool_errors
     def memory_recall(
         query: Annotated[str, Field(description="Plain words in any language; no search syntax needed.")],
-        limit: Annotated[int, Field(ge=1, le=20)] = 5,
+        limit: Annotated[int | None, Field(description="1..20 results (settings may change both); default 5.")] = None,
         type: TypeName | None = None,
         state: StateName | None = None,
         entity: str | None = None,
@@ -104,7 +106,9 @@ def build_server(service: MemoryService) -> MCPServer:
     @_tool_errors
     def memory_read(
         id: str | None = None,
-        path: Annotated[str | None, Field(description="memories/x.md, or an indexed document's path as recall cites it.")] = None,
+        path: Annotated[
+            str | None, Field(description="memories/x.md, or an indexed document's path as recall cites it.")
+        ] = None,
         from_line: Annotated[int | None, Field(ge=1)] = None,
         to_line: Annotated[int | None, Field(ge=1)] = None,
         store: StoreArg = None,

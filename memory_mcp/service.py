@@ -19,7 +19,7 @@ from ulid import ULID
 from . import canon
 from . import index as ix
 from .config import Settings
-from .conflicts import find_neighbours
+from .conflicts import MAX_CONFLICTS, NEAR_TEXT_SIMILARITY, find_neighbours
 from .documents import (
     DOCUMENT_TRUST,
     DocumentSource,
@@ -80,6 +80,84 @@ FORGET_MODES = ("archive", "deprecate", "purge")
 RESOLUTIONS = ("keep_both", "supersede")
 
 
+@dataclass(frozen=True)
+class Limits:
+    """Argument limits and lifecycle thresholds; defaults above, overridable by settings (limits.*, ...)."""
+
+    max_title: int = MAX_TITLE
+    max_body: int = MAX_BODY
+    max_entities: int = MAX_ENTITIES
+    max_entity_len: int = MAX_ENTITY_LEN
+    max_source: int = MAX_SOURCE
+    max_query: int = MAX_QUERY
+    max_read_lines: int = MAX_READ_LINES
+    recall_default: int = 5
+    recall_max: int = RECALL_LIMIT[1]
+    compaction_min_age_days: int = COMPACTION_MIN_AGE_DAYS
+    compaction_min_group: int = COMPACTION_MIN_GROUP
+    near_text_similarity: float = NEAR_TEXT_SIMILARITY
+    max_conflicts: int = MAX_CONFLICTS
+
+    @classmethod
+    def from_settings(cls, settings: Settings) -> Limits:
+        g = settings.get
+        return cls(
+            **{name: g(f"limits.{name}") for name in ("max_title", "max_body", "max_entities", "max_entity_len")},
+            max_source=g("limits.max_source"),
+            max_query=g("limits.max_query"),
+            max_read_lines=g("limits.max_read_lines"),
+            recall_default=g("recall.default_limit"),
+            recall_max=g("recall.max_limit"),
+            compaction_min_age_days=g("compaction.min_age_days"),
+            compaction_min_group=g("compaction.min_group"),
+            near_text_similarity=g("conflicts.near_text_similarity"),
+            max_conflicts=g("conflicts.max_conflicts"),
+        )
+
+    def title(self, title: str) -> str:
+        title = " ".join(title.split())
+        if not title:
+            raise InputError("title: must not be empty")
+        if len(title) > self.max_title:
+            raise InputError(f"title: {len(title)} characters, at most {self.max_title}")
+        return title
+
+    def body(self, body: str) -> str:
+        if "\x00" in body:
+            raise InputError("body: contains a NUL character")
+        if len(body) > self.max_body:
+            raise InputError(f"body: {len(body)} characters, at most {self.max_body}")
+        if body.lstrip().startswith("---"):
+            body = "\u200b" + body.lstrip()  # never let a body start a second frontmatter block
+        return body.strip()
+
+    def entities(self, entities: list[str] | None) -> list[str]:
+        entities = entities or []
+        if len(entities) > self.max_entities:
+            raise InputError(f"entities: {len(entities)} given, at most {self.max_entities}")
+        for e in entities:
+            if not e.strip() or len(e) > self.max_entity_len or "\n" in e:
+                raise InputError(f"entities: '{e[:40]}' must be 1..{self.max_entity_len} characters on one line")
+        return entities
+
+    def source(self, source: str | None) -> str:
+        source = (source or "").strip()
+        if len(source) > self.max_source or "\n" in source:
+            raise InputError(f"source: at most {self.max_source} characters on one line")
+        return source
+
+    def line_range(self, from_line: int | None, to_line: int | None, total: int) -> tuple[int, int]:
+        start = 1 if from_line is None else from_line
+        if start < 1:
+            raise InputError("from_line: must be at least 1")
+        if to_line is not None and to_line < start:
+            raise InputError("to_line: must not be before from_line")
+        end = min(total, start + self.max_read_lines - 1) if to_line is None else to_line
+        if end - start + 1 > self.max_read_lines:
+            raise InputError(f"to_line: at most {self.max_read_lines} lines per read ({start}..{end} asked)")
+        return start, min(end, total)
+
+
 def _enum_arg(cls: type, value: str | None, name: str) -> Any:
     if value is None:
         return None
@@ -99,56 +177,8 @@ def _check_date(value: str | None, name: str) -> str | None:
         raise InputError(f"{name}: '{value}' is not a date (YYYY-MM-DD)") from None
 
 
-def _check_title(title: str) -> str:
-    title = " ".join(title.split())
-    if not title:
-        raise InputError("title: must not be empty")
-    if len(title) > MAX_TITLE:
-        raise InputError(f"title: {len(title)} characters, at most {MAX_TITLE}")
-    return title
-
-
-def _check_body(body: str) -> str:
-    if "\x00" in body:
-        raise InputError("body: contains a NUL character")
-    if len(body) > MAX_BODY:
-        raise InputError(f"body: {len(body)} characters, at most {MAX_BODY}")
-    if body.lstrip().startswith("---"):
-        body = "\u200b" + body.lstrip()  # never let a body start a second frontmatter block
-    return body.strip()
-
-
-def _check_entities(entities: list[str] | None) -> list[str]:
-    entities = entities or []
-    if len(entities) > MAX_ENTITIES:
-        raise InputError(f"entities: {len(entities)} given, at most {MAX_ENTITIES}")
-    for e in entities:
-        if not e.strip() or len(e) > MAX_ENTITY_LEN or "\n" in e:
-            raise InputError(f"entities: '{e[:40]}' must be 1..{MAX_ENTITY_LEN} characters on one line")
-    return entities
-
-
-def _check_source(source: str | None) -> str:
-    source = (source or "").strip()
-    if len(source) > MAX_SOURCE or "\n" in source:
-        raise InputError(f"source: at most {MAX_SOURCE} characters on one line")
-    return source
-
-
 def _is_memory_path(path: str) -> bool:
     return Path(path).parts[:1] == ("memories",)
-
-
-def _line_range(from_line: int | None, to_line: int | None, total: int) -> tuple[int, int]:
-    start = 1 if from_line is None else from_line
-    if start < 1:
-        raise InputError("from_line: must be at least 1")
-    if to_line is not None and to_line < start:
-        raise InputError("to_line: must not be before from_line")
-    end = min(total, start + MAX_READ_LINES - 1) if to_line is None else to_line
-    if end - start + 1 > MAX_READ_LINES:
-        raise InputError(f"to_line: at most {MAX_READ_LINES} lines per read ({start}..{end} asked)")
-    return start, min(end, total)
 
 
 @dataclass
@@ -173,9 +203,11 @@ class MemoryService:
         sources: Sequence[DocumentSource] = (),
         chunk_chars: int = 1200,
         ranking: RankingConstants = RANKING,
+        limits: Limits | None = None,
     ) -> None:
         self.root = root.expanduser().absolute()
         self.ranking = ranking
+        self.limits = limits or Limits()
         self.scopes = Scopes(self.root, project_root, local_dir, sources, chunk_chars)
 
     @classmethod
@@ -188,6 +220,7 @@ class MemoryService:
             sources=settings.document_sources(),
             chunk_chars=settings.get("documents.chunk_chars"),
             ranking=settings.ranking(),
+            limits=Limits.from_settings(settings),
         )
 
     def session(self, store: str | None = None, scope: str | None = None) -> StoreSession:
@@ -211,10 +244,10 @@ class MemoryService:
         store: str | None = None,
         scope: str | None = None,
     ) -> RememberAnswer:
-        title, body = _check_title(title), _check_body(body)
+        title, body = self.limits.title(title), self.limits.body(body)
         mem_type = _enum_arg(MemoryType, type, "type")
         mem_trust = _enum_arg(Trust, trust, "trust")
-        entities, source = _check_entities(entities), _check_source(source)
+        entities, source = self.limits.entities(entities), self.limits.source(source)
         review = _check_date(review_after, "review_after")
         supersedes = list(dict.fromkeys(supersedes or []))
         s = self.scopes.session(scope, store)
@@ -260,6 +293,8 @@ class MemoryService:
                     entities=entities,
                     created=now,
                     new_id=new_id,
+                    near_text=self.limits.near_text_similarity,
+                    max_conflicts=self.limits.max_conflicts,
                 )
                 if n.id not in supersedes and mem_type is not MemoryType.HANDOFF
             ]
@@ -324,7 +359,7 @@ class MemoryService:
     def recall(
         self,
         query: str,
-        limit: int = 5,
+        limit: int | None = None,
         type: str | None = None,
         state: str | None = None,
         entity: str | None = None,
@@ -335,10 +370,11 @@ class MemoryService:
         scope: str | None = None,
     ) -> RecallAnswer:
         """Search every scope (or the one named) and the indexed documents; rank all in one list."""
-        if not RECALL_LIMIT[0] <= limit <= RECALL_LIMIT[1]:
-            raise InputError(f"limit: {limit} is outside {RECALL_LIMIT[0]}..{RECALL_LIMIT[1]}")
-        if len(query) > MAX_QUERY:
-            raise InputError(f"query: {len(query)} characters, at most {MAX_QUERY}")
+        limit = self.limits.recall_default if limit is None else limit
+        if not 1 <= limit <= self.limits.recall_max:
+            raise InputError(f"limit: {limit} is outside 1..{self.limits.recall_max}")
+        if len(query) > self.limits.max_query:
+            raise InputError(f"query: {len(query)} characters, at most {self.limits.max_query}")
         mem_type = _enum_arg(MemoryType, type, "type")
         mem_state = _enum_arg(State, state, "state")
         mem_trust = _enum_arg(Trust, trust, "trust")
@@ -492,7 +528,7 @@ class MemoryService:
             lines = text.split("\n")
             if lines and lines[-1] == "":
                 lines.pop()
-            start, end = _line_range(from_line, to_line, len(lines))
+            start, end = self.limits.line_range(from_line, to_line, len(lines))
             frontmatter: dict[str, Any] = {}
             if label is None:
                 try:
@@ -757,13 +793,13 @@ class MemoryService:
         if trust is not None:
             fields["trust"] = _enum_arg(Trust, trust, "trust").value
         if entities is not None:
-            fields["entities"] = s.dictionary.normalise(_check_entities(entities))
+            fields["entities"] = s.dictionary.normalise(self.limits.entities(entities))
         if source is not None:
-            fields["source"] = _check_source(source)
+            fields["source"] = self.limits.source(source)
         if review_after is not None:
             fields["review_after"] = _check_date(review_after, "review_after")
-        new_title = _check_title(title) if title is not None else None
-        new_body = _check_body(body) if body is not None else None
+        new_title = self.limits.title(title) if title is not None else None
+        new_body = self.limits.body(body) if body is not None else None
         if not fields and new_title is None and new_body is None:
             raise InputError("edit: give at least one of title, body, type, trust, entities, source, review_after")
 
@@ -995,9 +1031,8 @@ class MemoryService:
                 ),
             )
 
-    @staticmethod
-    def _compaction(s: StoreSession) -> list[CompactionCandidate]:
-        cutoff = (datetime.now(UTC) - timedelta(days=COMPACTION_MIN_AGE_DAYS)).isoformat()
+    def _compaction(self, s: StoreSession) -> list[CompactionCandidate]:
+        cutoff = (datetime.now(UTC) - timedelta(days=self.limits.compaction_min_age_days)).isoformat()
         rows = s.conn.execute(
             """SELECT e.entity, m.id, m.title, m.created FROM memories m
                JOIN entities e ON e.memory_rowid = m.rowid
@@ -1012,7 +1047,7 @@ class MemoryService:
             groups[entity].append((mid, title, created))
         out = []
         for entity, items in sorted(groups.items(), key=lambda kv: -len(kv[1])):
-            if len(items) < COMPACTION_MIN_GROUP:
+            if len(items) < self.limits.compaction_min_group:
                 continue
             out.append(
                 CompactionCandidate(

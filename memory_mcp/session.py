@@ -329,7 +329,9 @@ def _transient(exc: BaseException) -> bool:
 
 
 def _why(exc: BaseException) -> str:
-    return getattr(exc, "strerror", None) or str(exc) or type(exc).__name__
+    text = getattr(exc, "strerror", None) or str(exc) or type(exc).__name__
+    name = getattr(exc, "filename", None)
+    return f"{text}: {name}" if name else text
 
 
 def _access_message(exc: OSError, store: Store) -> str:
