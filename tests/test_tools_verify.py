@@ -1,0 +1,74 @@
+"""A tampered index is caught by memory_reindex verify=true (and by the CLI's exit code); reindex
+puts it right without touching the canon."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+
+from .helpers import Tools, settle, tamper
+
+pytestmark = pytest.mark.anyio
+
+
+async def _seed(t: Tools) -> list[dict]:
+    made = [
+        await t.remember(f"Verify subject {n}", f"Memory {n} whose index row gets tampered with.") for n in range(3)
+    ]
+    settle()
+    await t.status()  # past the racy window: the ledger now trusts every file's stat
+    return made
+
+
+def _canon(store: Path) -> dict[str, bytes]:
+    return {p.name: p.read_bytes() for p in sorted((store / "memories").glob("*.md"))}
+
+
+async def _clean_index_verifies_clean(tools: Tools, store: Path) -> None:
+    await _seed(tools)
+    answer = await tools.ok("memory_reindex", verify=True)
+    assert answer["verified"] is True and answer["mismatches"] == []
+    assert (answer["files"], answer["memories"]) == (3, 3)
+    plain = await tools.ok("memory_reindex")
+    assert plain["verified"] is False and plain["mismatches"] == []
+
+
+async def _tampered_title_is_caught_and_repaired(tools: Tools, store: Path) -> None:
+    made = await _seed(tools)
+    canon = _canon(store)
+    tamper(store, "UPDATE memories SET title = 'forged title' WHERE id = ?", (made[1]["id"],))
+    # the forged title is what the index now serves (the stat gate trusts the unchanged file)...
+    assert (await tools.recall("Verify subject 1"))["results"][0]["title"] == "forged title"
+    answer = await tools.ok("memory_reindex", verify=True)
+    problems = [(m["path"], m["id"], m["problem"]) for m in answer["mismatches"]]
+    assert problems and all(p[1] == made[1]["id"] and p[0] == made[1]["path"] for p in problems), problems
+    assert any("title" in p[2] for p in problems), problems
+    # ...and the reindex that reported it rebuilt the index from the canon
+    again = await tools.ok("memory_reindex", verify=True)
+    assert again["mismatches"] == []
+    found = await tools.recall("Verify subject 1")
+    assert found["results"][0]["title"] == "Verify subject 1"
+    assert _canon(store) == canon, "verify/reindex must never change the canon"
+
+
+async def _tampered_sha_and_full_text_are_caught(tools: Tools, store: Path) -> None:
+    made = await _seed(tools)
+    tamper(store, "UPDATE files SET sha256 = ? WHERE path = ?", ("0" * 64, made[0]["path"]))
+    tamper(
+        store,
+        "UPDATE fts_word SET body = 'forged body' WHERE rowid = (SELECT rowid FROM memories WHERE id = ?)",
+        (made[2]["id"],),
+    )
+    answer = await tools.ok("memory_reindex", verify=True)
+    by_path = {m["path"]: m["problem"] for m in answer["mismatches"]}
+    assert "sha256" in by_path.get(made[0]["path"], ""), answer["mismatches"]
+    assert "full-text" in by_path.get(made[2]["path"], ""), answer["mismatches"]
+    assert made[1]["path"] not in by_path
+    assert (await tools.ok("memory_reindex", verify=True))["mismatches"] == []
+
+
+async def test_verify_catches_every_kind_of_tampering(tools: Tools, store: Path) -> None:
+    await _clean_index_verifies_clean(tools, store)
+    await _tampered_title_is_caught_and_repaired(tools, store)
+    await _tampered_sha_and_full_text_are_caught(tools, store)
