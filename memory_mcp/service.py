@@ -1080,7 +1080,8 @@ class MemoryService:
             for o in opened:
                 rows = o.session.conn.execute(
                     "SELECT id, type, title, excerpt, updated FROM memories WHERE state = 'active' "
-                    "ORDER BY updated DESC, id"
+                    # ids break same-second ties: ULIDs sort by creation time, so this stays newest first
+                    "ORDER BY updated DESC, created DESC, id DESC"
                 ).fetchall()
                 if len(opened) > 1:
                     lines += ["", f"## {o.scope} ({o.session.store.root})"]
