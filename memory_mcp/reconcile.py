@@ -126,6 +126,20 @@ def reconcile(store: Store, conn: sqlite3.Connection, dictionary: EntityDictiona
             report.removed += outcome.removed
             if outcome.memory_id:
                 owners.add(outcome.memory_id)
+        # Swapped or rotated files (a↔b by hand, a git checkout) make a file look like a duplicate of
+        # one whose old row is only replaced later in this pass: retry those now, so this call's
+        # answer is already right instead of the next one's.
+        dupes = conn.execute(
+            "SELECT path, mtime_ns, size, sha256, memory_id, error FROM files "
+            "WHERE error LIKE 'duplicate id%' ORDER BY path"
+        ).fetchall()
+        owners = {r[0] for r in conn.execute("SELECT id FROM memories")} if dupes else set()
+        for dupe in dupes:
+            row = ix.FileRow(*dupe)
+            if row.path in disk and _duplicate_owner_gone(row, owners):
+                outcome = index_file(store, conn, dictionary, row.path)
+                if outcome.memory_id:
+                    owners.add(outcome.memory_id)
         conn.execute("COMMIT")
     except BaseException:
         conn.execute("ROLLBACK")

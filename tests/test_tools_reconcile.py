@@ -161,8 +161,10 @@ async def test_unparseable_files_are_reported_not_fatal_and_heal(tools: Tools, s
     status = await tools.status()
     assert {u["path"]: u["reason"] for u in status["unparseable"]} == reported
     assert status["total"] == 1
-    # nothing was rewritten or removed
+    # nothing was rewritten or removed, and a broken file can still be read to fix it
     assert {p.name: p.read_bytes() for p in memories.iterdir()} == before
+    broken = await tools.read(path="memories/bad-yaml.md")
+    assert broken["id"] is None and "id: [unclosed" in broken["text"]
 
     # fixing the files makes them memories on the next call
     settle()
@@ -217,7 +219,40 @@ async def test_deleted_or_corrupt_index_is_rebuilt_from_the_canon(store: Path) -
         assert {r["id"] for r in answer["results"]} == set(ids)
 
 
-async def test_hand_edits_keep_comments_crlf_and_reactivate_archived(tools: Tools, store: Path) -> None:
+async def _swapped_and_rotated_files_converge_on_the_next_call(tools: Tools, store: Path) -> None:
+    made = [await tools.remember(f"Rotation member {n}", f"Rotation body {n} about carousels.") for n in range(3)]
+    paths = [store / m["path"] for m in made]
+    contents = [p.read_bytes() for p in paths]
+    settle()
+    await tools.status()
+    expected = {m["id"]: m["path"] for m in made}
+
+    async def assert_converged(moved: dict[str, str]) -> None:
+        found = await tools.recall("carousels", limit=10)
+        assert found["index"]["unparseable"] == [], found["index"]["unparseable"]
+        assert {r["id"]: r["path"] for r in found["results"]} == moved
+
+    # swap two files' contents in place (as a checkout or a careless mv can)
+    paths[0].write_bytes(contents[1])
+    paths[1].write_bytes(contents[0])
+    swapped = dict(expected) | {made[0]["id"]: made[1]["path"], made[1]["id"]: made[0]["path"]}
+    await assert_converged(swapped)
+    # rotate all three by renames through a temporary name
+    tmp = paths[0].with_name("tmp.md")
+    os.rename(paths[0], tmp)
+    os.rename(paths[1], paths[0])
+    os.rename(paths[2], paths[1])
+    os.rename(tmp, paths[2])
+    rotated = {
+        made[1]["id"]: made[2]["path"],
+        made[0]["id"]: made[0]["path"],
+        made[2]["id"]: made[1]["path"],
+    }
+    await assert_converged(rotated)
+
+
+async def test_hand_edits_keep_comments_crlf_reactivate_archived_and_swaps(tools: Tools, store: Path) -> None:
     await _server_rewrites_keep_hand_written_comments_and_unknown_keys(tools, store)
     await _crlf_file_from_a_windows_editor_is_a_memory(tools, store)
     await _archived_memory_edited_by_hand_becomes_active(tools, store)
+    await _swapped_and_rotated_files_converge_on_the_next_call(tools, store)
