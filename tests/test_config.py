@@ -14,7 +14,7 @@ from typing import Any
 
 import pytest
 
-from memory_mcp import canon, conflicts, ranking, reconcile, service
+from memory_mcp import conflicts, ranking, service
 from memory_mcp.config import (
     SETTINGS,
     ConfigError,
