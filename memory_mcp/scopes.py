@@ -80,9 +80,7 @@ class Scopes:
         with self._lock:
             if key not in self._sessions:
                 home = scope == self.home and not (scope == GLOBAL and store)
-                self._sessions[key] = StoreSession(
-                    target, scope, self.sources if home else (), self.chunk_chars
-                )
+                self._sessions[key] = StoreSession(target, scope, self.sources if home else (), self.chunk_chars)
             return self._sessions[key]
 
     def sessions(self, scope: str | None, store: str | None) -> list[StoreSession]:
