@@ -301,10 +301,14 @@ class BrowseAnswer(BaseModel):
 
 
 class StoreInfo(BaseModel):
+    """One place calls can reach: a scope and, for named sibling stores of the global one, its `store` name."""
+
+    scope: str
+    store: str | None = Field(description="The `store` argument that reaches it (named sibling stores only).")
     name: str
     root: str
     memories_dir: str
-    default: bool
+    home: bool = Field(description="Where new memories go by default.")
 
 
 class UpdateAnswer(BaseModel):

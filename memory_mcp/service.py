@@ -59,7 +59,7 @@ from .query import DOCUMENTS, MEMORIES, Corpus, Filters, Plan, best_line, covera
 from .ranking import DEFAULT as RANKING
 from .ranking import RankingConstants, score
 from .reconcile import StatGate, unparseable_files
-from .scopes import Opened, Scopes, locate, merged_report
+from .scopes import GLOBAL, LOCAL, Opened, Scopes, locate, merged_report
 from .session import StoreSession
 from .store import STORE_NAME, Store
 
@@ -631,8 +631,9 @@ class MemoryService:
         limit: int = BROWSE_LIMIT[1],
         offset: int = 0,
         store: str | None = None,
+        scope: str | None = None,
     ) -> BrowseAnswer:
-        """Memories matching the filters without a query, newest update first (state None = every state)."""
+        """One scope's memories matching the filters, without a query, newest update first (state None = all)."""
         if not BROWSE_LIMIT[0] <= limit <= BROWSE_LIMIT[1]:
             raise InputError(f"limit: {limit} is outside {BROWSE_LIMIT[0]}..{BROWSE_LIMIT[1]}")
         if offset < 0:
@@ -640,7 +641,7 @@ class MemoryService:
         mem_state = _enum_arg(State, state, "state")
         mem_type = _enum_arg(MemoryType, type, "type")
         mem_trust = _enum_arg(Trust, trust, "trust")
-        s = self.session(store)
+        s = self.scopes.session(scope, store)
         with s.transaction() as report:
             others = Filters(
                 types=[mem_type.value] if mem_type else [],
@@ -677,14 +678,11 @@ class MemoryService:
                 index=s.index_report(report),
             )
 
-    def editable(self, id: str, store: str | None = None) -> EditableMemory:
+    def editable(self, id: str, store: str | None = None, scope: str | None = None) -> EditableMemory:
         """A memory's editable fields parsed from the file bytes, with their sha256 (for a safe edit)."""
-        s = self.session(store)
-        with s.transaction():
-            mem = ix.get_memory(s.conn, mem_id=id)
-            if mem is None:
-                raise NotFoundError(f"id: no memory with id '{id}'")
-            data = (s.store.root / mem.path).read_bytes()
+        with self.scopes.open(scope, store) as opened:
+            o, mem = locate(opened, id)
+            data = (o.session.store.root / mem.path).read_bytes()
             try:
                 parsed = canon.parse(data, Path(mem.path).stem, "")
             except canon.CanonError as exc:
@@ -704,16 +702,27 @@ class MemoryService:
             )
 
     def stores(self) -> list[StoreInfo]:
-        """The base store and the named sibling stores that exist next to it (what `store=` can reach)."""
-        root = self.root
-        out = [StoreInfo(name=root.name, root=str(root), memories_dir=str(root / "memories"), default=True)]
+        """Every place a call can reach: the local scope (when bound), the global store, and the named
+        sibling stores that already exist next to it (global scope, `store=NAME`)."""
+        sc = self.scopes
+
+        def info(scope: str, store: str | None, name: str, root: Path) -> StoreInfo:
+            home = sc.home == scope and store is None
+            return StoreInfo(
+                scope=scope, store=store, name=name, root=str(root), memories_dir=str(root / "memories"), home=home
+            )
+
+        out = []
+        if sc.project_root is not None:
+            out.append(info(LOCAL, None, LOCAL, sc.project_root / sc.local_dir))
+        out.append(info(GLOBAL, None, sc.global_root.name, sc.global_root))
         try:
-            siblings = sorted(p for p in self.root.parent.iterdir() if p != self.root)
+            siblings = sorted(p for p in sc.global_root.parent.iterdir() if p != sc.global_root)
         except OSError:
             siblings = []
         for p in siblings:
             if STORE_NAME.match(p.name) and (p / "memories").is_dir():
-                out.append(StoreInfo(name=p.name, root=str(p), memories_dir=str(p / "memories"), default=False))
+                out.append(info(GLOBAL, p.name, p.name, p))
         return out
 
     # ------------------------------------------------------------ update
