@@ -377,7 +377,13 @@ def filtered_memories(
 
 
 def find_by_norm_hash(conn: sqlite3.Connection, digest: str) -> IndexedMemory | None:
-    row = conn.execute(f"SELECT {_COLUMNS} FROM memories WHERE norm_hash = ? LIMIT 1", (digest,)).fetchone()
+    """The memory that says exactly this, active first. Deprecated ones never match: deprecated is
+    terminal, so saying a retracted thing again must make a new memory, not return the hidden one."""
+    row = conn.execute(
+        f"SELECT {_COLUMNS} FROM memories WHERE norm_hash = ? AND state != 'deprecated' "
+        "ORDER BY state = 'active' DESC, created, id LIMIT 1",
+        (digest,),
+    ).fetchone()
     return _indexed(row) if row else None
 
 

@@ -33,6 +33,15 @@ async def _dedupe_returns_the_original(tools: Tools, store: Path) -> None:
     other = await tools.remember("Staging runs in eu-west-2", "Staging moved to eu-west-2.")
     assert other["created"] is True and other["id"] != first["id"]
     assert len(list((store / "memories").glob("*.md"))) == 2
+    # a deprecated original is retracted and terminal: saying it again is a new, visible memory
+    await tools.ok("memory_forget", id=first["id"], mode="deprecate", reason="staging moved")
+    anew = await tools.remember("Staging runs in eu-west-1", "Staging runs in eu-west-1; production in us-east-1.")
+    assert anew["created"] is True and anew["id"] != first["id"]
+    assert frontmatter(store / first["path"])["state"] == "deprecated"
+    found = await tools.recall_ids("staging eu-west-1 production")
+    assert found[0] == anew["id"] and first["id"] not in found
+    again = await tools.remember("Staging runs in eu-west-1", "Staging runs in eu-west-1; production in us-east-1.")
+    assert (again["created"], again["id"], again["deduplicated_state"]) == (False, anew["id"], "active")
 
 
 async def test_conflict_gate_records_surfaces_once_and_resolution_survives_rebuild(tools: Tools, store: Path) -> None:
