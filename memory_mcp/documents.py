@@ -20,6 +20,7 @@ from pathlib import Path
 from . import canon
 from .config import DocumentSource
 from .models import DocumentsReport, SkippedDocument, SourceStatus, first_paragraph
+from .query import Term, fold
 
 _HEADING = re.compile(r"^#{1,3}\s+(\S.*?)\s*#*\s*$")
 _FENCE = re.compile(r"^\s*(```|~~~)")
@@ -239,6 +240,23 @@ class ChunkRow:
         if lines and _HEADING.match(lines[0]):
             lines = lines[1:]
         return first_paragraph("\n".join(lines))
+
+
+def cited_line(terms: Sequence[Term], chunk: ChunkRow) -> int | None:
+    """The chunk's file line holding the most query terms, or None when no line holds one.
+
+    A chunk can match through text that is not on any of its lines: its heading (a later piece of a long
+    section), its file name (the title of text before the first heading) or its source label. Such a chunk
+    has nothing to cite, and a citation must open at a line that really contains a query term.
+    """
+    options = [[o for o in (t.stem, *t.variants, *(v.replace("-", " ") for v in t.variants)) if o] for t in terms]
+    best, best_hits = None, 0
+    # folding never adds or removes a newline, so the folded body splits into the same lines
+    for offset, line in enumerate(fold(chunk.body).split("\n")):
+        hits = sum(1 for opts in options if any(o in line for o in opts))
+        if hits > best_hits:
+            best, best_hits = chunk.start_line + offset, hits
+    return best
 
 
 def chunks_by_rowid(conn: sqlite3.Connection, rowids: list[int]) -> dict[int, ChunkRow]:

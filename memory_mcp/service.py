@@ -22,8 +22,10 @@ from .config import Settings
 from .conflicts import MAX_CONFLICTS, NEAR_TEXT_SIMILARITY, find_neighbours
 from .documents import (
     DOCUMENT_TRUST,
+    ChunkRow,
     DocumentSource,
     chunks_by_rowid,
+    cited_line,
     display_path,
     indexed_document,
     source_status,
@@ -407,21 +409,32 @@ class MemoryService:
             return RecallAnswer(query=query, plan=plan_text, results=results, index=index)
 
     def _rank(self, pools: list[_Pool], limit: int) -> list[RecallResult]:
-        """Score candidates from every pool on one scale: each leg is divided by its best value over all pools."""
-        all_cands = [c for p in pools for c in p.plan.candidates.values()]
-        if not all_cands:
-            return []
-        max_word = max(c.word for c in all_cands) or 1.0
-        max_tri = max(c.trigram for c in all_cands) or 1.0
+        """Score candidates from every pool on one scale: each pool's legs are divided by that pool's best value.
+
+        Raw bm25 is not comparable between FTS tables: each store has its own term statistics, and a term in
+        half or more of a small store's rows gets FTS5's clamped idf (1e-6), so a project store of a few
+        memories would score next to nothing against the account store or the documents. Per pool, the best
+        match is 1.0; coverage, trust, state, freshness and heat then order the pools' results together.
+        """
+        # a document chunk is a result only when one of its lines holds a query term: that line is its citation
+        cited: dict[int, dict[int, tuple[ChunkRow, int]]] = {}
+        for n, pool in enumerate(pools):
+            if pool.corpus is DOCUMENTS and pool.plan.candidates:
+                chunks = chunks_by_rowid(pool.session.conn, list(pool.plan.candidates))
+                lines = {rowid: (chunk, cited_line(pool.plan.terms, chunk)) for rowid, chunk in chunks.items()}
+                cited[n] = {rowid: (chunk, line) for rowid, (chunk, line) in lines.items() if line is not None}
+                pool.plan.candidates = {r: c for r, c in pool.plan.candidates.items() if r in cited[n]}
         now = datetime.now(UTC)
         scored: list[tuple[float, str, RecallResult]] = []
-        for pool in pools:
+        for n, pool in enumerate(pools):
             cands, terms = pool.plan.candidates, pool.plan.terms
             if not cands:
                 continue
+            max_word = max(c.word for c in cands.values()) or 1.0
+            max_tri = max(c.trigram for c in cands.values()) or 1.0
             conn = pool.session.conn
             if pool.corpus is DOCUMENTS:
-                for rowid, chunk in chunks_by_rowid(conn, list(cands)).items():
+                for rowid, (chunk, line) in cited[n].items():
                     c = cands[rowid]
                     total, comp = score(
                         word=c.word / max_word,
@@ -443,7 +456,7 @@ class MemoryService:
                         scope=pool.scope,
                         label=chunk.label,
                         path=shown,
-                        line=best_line(terms, "", chunk.start_line, chunk.body, chunk.start_line),
+                        line=line,
                         title=chunk.title,
                         excerpt=chunk.excerpt,
                         score=total,

@@ -124,6 +124,24 @@ async def test_one_recall_ranks_both_scopes_on_one_scale(tmp_path: Path) -> None
             # the reconcile report covers both scopes
             assert {s["scope"] for s in answer["index"]["scopes"]} == {"local", "global"}
 
+        # a word every local memory shares (the project's name) scores next to nothing in raw bm25 of a small
+        # store; a local title match must still not rank below a passing mention in the account store
+        atlas = [
+            await t.remember("Atlas release train", "Ships every second Tuesday from the main branch."),
+            await t.remember("Atlas on-call", "The atlas pager rotates weekly."),
+            await t.remember("Atlas lunch", "The atlas team eats together on Fridays."),
+        ]
+        passing = await t.remember("Old maps", "I keep an atlas of old maps on the shelf.", scope="global")
+        answer = await t.recall("atlas", limit=20)
+        got = _by_id(answer)
+        assert passing["id"] in got and all(m["id"] in got for m in atlas), answer["results"]
+        best_local = max(r["score"] for r in answer["results"] if r["scope"] == "local")
+        assert best_local >= got[passing["id"]]["score"], answer["results"]
+        for m in atlas:  # a title match, not a near-zero text score
+            assert got[m["id"]]["components"]["text"] > 0.5, got[m["id"]]
+        scores = [r["score"] for r in answer["results"]]
+        assert scores == sorted(scores, reverse=True)
+
         # naming a scope narrows the search to it
         assert {r["scope"] for r in (await t.recall("quarzite", scope="global"))["results"]} == {"global"}
         assert {r["scope"] for r in (await t.recall("quarzite", scope="local"))["results"]} == {"local"}
