@@ -1,0 +1,191 @@
+"""Concurrency: several real stdio servers write to one store at once, with recalls interleaved, while a
+person edits the files by hand (some saves atomic, some in place like many editors do).
+
+At the end: exactly one file per remember call, every file parseable, every memory findable by its own
+unique word, every hand edit still there, and `memory-mcp reindex --verify` clean.
+
+Short variant (default suite): 3 processes x 20 remembers. Long variant: 4 x 250 = 1,000
+(`python -m pytest -m long`).
+"""
+
+from __future__ import annotations
+
+import os
+import random
+import re
+import tempfile
+import threading
+import time
+from dataclasses import dataclass, field
+from pathlib import Path
+
+import anyio
+import pytest
+
+from memory_mcp.service import MemoryService
+
+from .helpers import Tools, stdio_tools
+from .reliability_support import read_canon, verify_clean
+
+pytestmark = pytest.mark.anyio
+
+WORDS = (
+    "postgres replica backup kafka topic retention deploy canary rollout billing invoice tenant quota cache "
+    "redis session gateway latency pager alert runbook schema migration terraform bucket lifecycle"
+).split()
+ENTITIES = ["postgres", "kafka", "billing", "gateway", "redis", "terraform"]
+
+
+@dataclass
+class Load:
+    acked: dict[str, str] = field(default_factory=dict)  # unique word -> memory id
+    remembers: int = 0
+    recalls: int = 0
+    transient_misses: int = 0  # found on a retry (a hand save caught half-written)
+    hand_edits: dict[str, int] = field(default_factory=dict)  # "atomic" / "in place" -> count
+    notes: dict[str, list[int]] = field(default_factory=dict)  # file name -> hand notes appended
+    errors: list[str] = field(default_factory=list)
+
+
+def _token(worker: int, n: int) -> str:
+    # zero-padded with a closing letter: no token is a prefix of another
+    return f"loadw{worker}n{n:04d}q"
+
+
+async def _find(t: Tools, token: str, mem_id: str, load: Load) -> None:
+    for attempt in range(4):
+        load.recalls += 1
+        results = (await t.recall(token))["results"]
+        if results and results[0]["id"] == mem_id:
+            if attempt:
+                load.transient_misses += 1
+            return
+        await anyio.sleep(0.05)
+    raise AssertionError(f"{token} ({mem_id}) not found after 4 recalls: {[r['id'] for r in results]}")
+
+
+async def _worker(root: Path, worker: int, count: int, load: Load, seed: int) -> None:
+    rng = random.Random(seed * 100 + worker)
+    async with stdio_tools(root) as t:
+        for n in range(count):
+            token = _token(worker, n)
+            words = " ".join(rng.choice(WORDS) for _ in range(rng.randint(4, 24)))
+            made = await t.remember(
+                f"Load {worker}-{n} {rng.choice(WORDS)} {rng.choice(WORDS)}",
+                f"{words} {token}.",
+                entities=rng.sample(ENTITIES, rng.randint(0, 2)),
+                type=rng.choice(["fact", "decision", "episode"]),
+            )
+            assert made["created"] is True, made
+            load.remembers += 1
+            load.acked[token] = made["id"]
+            # read-your-writes across processes: this one, and any other server's acknowledged memory
+            await _find(t, token, made["id"], load)
+            if rng.random() < 0.5:
+                other = rng.choice(list(load.acked))
+                await _find(t, other, load.acked[other], load)
+
+
+def _hand_editor(root: Path, load: Load, stop: threading.Event, seed: int) -> None:
+    """A person saving notes into random memory files while the servers work."""
+    rng = random.Random(seed)
+    memories = root / "memories"
+    k = 0
+    while not stop.is_set():
+        time.sleep(rng.uniform(0.005, 0.03))
+        names = [p.name for p in memories.glob("*.md")]  # nothing yet before the first remember
+        if not names:
+            continue
+        name = rng.choice(names)
+        path = memories / name
+        k += 1
+        try:
+            text = path.read_text(encoding="utf-8")
+            assert text.endswith("\n"), f"{name} does not end with a newline"
+            new = f"{text}\nHand note {k}.\n"
+            if rng.random() < 0.5:
+                fd, tmp = tempfile.mkstemp(dir=memories, prefix=f".{name}.", suffix=".edit")
+                with os.fdopen(fd, "w", encoding="utf-8") as fh:
+                    fh.write(new)
+                os.replace(tmp, path)
+                kind = "atomic"
+            else:
+                with path.open("w", encoding="utf-8") as fh:  # truncate, then write: a reader may see it torn
+                    fh.write(new)
+                kind = "in place"
+        except Exception as exc:  # reported by the test, never swallowed
+            load.errors.append(f"hand editor on {name}: {exc!r}")
+            return
+        load.hand_edits[kind] = load.hand_edits.get(kind, 0) + 1
+        load.notes.setdefault(name, []).append(k)
+
+
+async def _run_load(root: Path, processes: int, per_process: int, seed: int) -> Load:
+    load = Load()
+    stop = threading.Event()
+    editor = threading.Thread(target=_hand_editor, args=(root, load, stop, seed), daemon=True)
+    root.mkdir(parents=True)
+    editor.start()
+    try:
+        async with anyio.create_task_group() as tg:
+            for w in range(processes):
+                tg.start_soon(_worker, root, w, per_process, load, seed)
+    finally:
+        stop.set()
+        editor.join(30)
+    assert load.errors == []
+    return load
+
+
+def _check_store(root: Path, load: Load, expected: int) -> None:
+    files = read_canon(root)
+    assert len(files) == expected, f"{len(files)} memory files, expected exactly {expected}"
+    bad = [(f.path.name, f.problem) for f in files if f.memory is None]
+    assert bad == [], bad
+    assert sorted(f.memory.id for f in files) == sorted(load.acked.values())
+    for f in files:
+        notes = [int(n) for n in re.findall(r"^Hand note (\d+)\.$", f.path.read_text(encoding="utf-8"), re.M)]
+        assert notes == load.notes.get(f.path.name, []), f"{f.path.name}: hand notes {notes}"
+    # every memory findable by its own word, from a fresh process's point of view
+    service = MemoryService(root)
+    try:
+        status = service.status()
+        assert status.total == expected and status.unparseable == [], (status.total, status.unparseable)
+        missing = []
+        for token, mem_id in load.acked.items():
+            results = service.recall(token, limit=5).results
+            if not results or results[0].id != mem_id:
+                missing.append(token)
+        assert missing == [], f"not findable: {missing[:20]}"
+    finally:
+        service.close()
+    verify_clean(root)
+
+
+def _report(name: str, load: Load, processes: int, seconds: float) -> None:
+    calls = load.remembers + load.recalls
+    print(
+        f"\n[{name}] {processes} server processes: {load.remembers} remembers + {load.recalls} recalls "
+        f"= {calls} calls in {seconds:.1f}s ({calls / seconds:.0f} calls/s); hand edits {load.hand_edits}, "
+        f"files with hand notes {len(load.notes)}; transient misses (found on retry) {load.transient_misses}; "
+        "lost 0"
+    )
+
+
+async def test_3_servers_x_20_remembers_with_hand_edits(tmp_path: Path) -> None:
+    started = time.perf_counter()
+    root = tmp_path / "store"
+    load = await _run_load(root, processes=3, per_process=20, seed=1)
+    _check_store(root, load, expected=60)
+    assert sum(load.hand_edits.values()) > 0
+    _report("concurrency short", load, 3, time.perf_counter() - started)
+
+
+@pytest.mark.long
+async def test_4_servers_x_250_remembers_with_hand_edits(tmp_path: Path) -> None:
+    started = time.perf_counter()
+    root = tmp_path / "store"
+    load = await _run_load(root, processes=4, per_process=250, seed=2)
+    _check_store(root, load, expected=1000)
+    assert load.hand_edits.get("atomic", 0) > 0 and load.hand_edits.get("in place", 0) > 0
+    _report("concurrency long", load, 4, time.perf_counter() - started)
