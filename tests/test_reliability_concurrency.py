@@ -13,6 +13,9 @@ from __future__ import annotations
 import os
 import random
 import re
+import signal
+import subprocess
+import sys
 import tempfile
 import threading
 import time
@@ -22,9 +25,11 @@ from pathlib import Path
 import anyio
 import pytest
 
+from memory_mcp.errors import StoreAccessError
 from memory_mcp.service import MemoryService
+from memory_mcp.storelock import StoreLock
 
-from .helpers import Tools, stdio_tools
+from .helpers import REPO, Tools, hand_memory, stdio_tools
 from .reliability_support import read_canon, verify_clean
 
 pytestmark = pytest.mark.anyio
@@ -189,3 +194,133 @@ async def test_4_servers_x_250_remembers_with_hand_edits(tmp_path: Path) -> None
     _check_store(root, load, expected=1000)
     assert load.hand_edits.get("atomic", 0) > 0 and load.hand_edits.get("in place", 0) > 0
     _report("concurrency long", load, 4, time.perf_counter() - started)
+
+
+# ---------------------------------------------------------------- files changing under reconcile
+
+
+def _churn(root: Path, stop: threading.Event, counts: dict[str, int], errors: list[str]) -> None:
+    """Create, rewrite, rename, truncate, delete and swap files for FIFOs and folders, as fast as possible."""
+    rng = random.Random(4)
+    memories = root / "memories"
+    n = 0
+    while not stop.is_set():
+        n += 1
+        path = memories / f"churn-{rng.randrange(8)}.md"
+        action = rng.choice(["create", "rewrite", "rename", "truncate", "delete", "fifo", "folder"])
+        try:
+            if action == "create" and not (path.is_fifo() or path.is_dir()):  # opening a FIFO would block us
+                path.write_text(hand_memory(f"churn-{n}", f"Churn {n}", f"churnword{n} moving target"))
+            elif action == "rewrite" and path.is_file():
+                path.write_text(hand_memory(f"churn-{n}", f"Churn {n}", f"churnword{n} rewritten"))
+            elif action == "rename" and path.is_file():
+                os.replace(path, memories / f"churn-{rng.randrange(8)}.md")
+            elif action == "truncate" and path.is_file():
+                os.truncate(path, rng.randrange(max(1, path.stat().st_size)))
+            elif action == "delete" and path.is_file():
+                path.unlink()
+            elif action == "fifo" and not path.exists():
+                os.mkfifo(path)  # a reader that blocks on it would hang the server
+            elif action == "folder" and not path.exists():
+                path.mkdir()
+            elif path.is_fifo() or path.is_dir():
+                path.rmdir() if path.is_dir() else path.unlink()
+            else:
+                continue
+        except (FileNotFoundError, IsADirectoryError, NotADirectoryError):
+            continue  # the churn's own races (gone, or now a folder): not what is under test
+        except Exception as exc:
+            errors.append(f"churn {action} {path.name}: {exc!r}")
+            return
+        counts[action] = counts.get(action, 0) + 1
+
+
+async def test_files_changing_and_vanishing_during_reconcile(mem_tools: Tools, store: Path) -> None:
+    t = mem_tools
+    anchor = await t.remember("Anchor memory", "The steady word anchorword stays put.")
+    stop, counts, errors = threading.Event(), {}, []
+    churn = threading.Thread(target=_churn, args=(store, stop, counts, errors), daemon=True)
+    churn.start()
+    calls = 0
+    try:
+        deadline = time.monotonic() + 3.0
+        while time.monotonic() < deadline:
+            # every call reconciles while files appear, vanish, change size and type under it
+            found = await t.recall("anchorword")
+            assert [r["id"] for r in found["results"]][:1] == [anchor["id"]]
+            await t.status()
+            calls += 2
+    finally:
+        stop.set()
+        churn.join(10)
+    assert errors == []
+    assert sum(counts.values()) > 50, counts
+    # leave only regular files, then one call converges on exactly what is on disk
+    for p in (store / "memories").iterdir():
+        if p.is_fifo():
+            p.unlink()
+        elif p.is_dir():
+            p.rmdir()
+    time.sleep(0.1)
+    status = await t.status()
+    on_disk = read_canon(store)
+    assert status["total"] == sum(1 for f in on_disk if f.memory is not None) - _duplicates(on_disk)
+    assert {u["path"] for u in status["unparseable"]} == {
+        f"memories/{f.path.name}" for f in on_disk if f.memory is None
+    } | _duplicate_paths(status)
+    verify = await t.ok("memory_reindex", verify=True)
+    assert verify["mismatches"] == [], verify["mismatches"]
+    print(f"\n[churn] {sum(counts.values())} file changes {counts} under {calls} calls; all answered")
+
+
+def _duplicates(files: list) -> int:
+    ids = [f.memory.id for f in files if f.memory is not None]
+    return len(ids) - len(set(ids))
+
+
+def _duplicate_paths(status: dict) -> set[str]:
+    return {u["path"] for u in status["unparseable"] if u["reason"].startswith("duplicate id")}
+
+
+# ---------------------------------------------------------------- the store lock
+
+
+def test_store_lock_busy_is_a_clear_error_and_a_killed_holder_frees_it(tmp_path: Path) -> None:
+    root = tmp_path / "store"
+    (root / ".index").mkdir(parents=True)
+    lock_path = root / ".index" / "write.lock"
+    holder = subprocess.Popen(
+        [
+            sys.executable,
+            "-c",
+            "import sys, time\n"
+            "from pathlib import Path\n"
+            "from memory_mcp.storelock import StoreLock\n"
+            "lock = StoreLock(Path(sys.argv[1]), Path(sys.argv[2]))\n"
+            "lock.acquire()\n"
+            "print('held', flush=True)\n"
+            "time.sleep(120)\n",
+            str(root),
+            str(lock_path),
+        ],
+        stdout=subprocess.PIPE,
+        text=True,
+        env={**os.environ, "PYTHONPATH": str(REPO)},
+    )
+    try:
+        assert holder.stdout is not None and holder.stdout.readline().strip() == "held"
+        waiter = StoreLock(root, lock_path, timeout=0.5)
+        started = time.monotonic()
+        with pytest.raises(StoreAccessError, match=r"^store: busy: another process held"):
+            waiter.acquire()
+        assert time.monotonic() - started >= 0.5
+        # a holder that dies without releasing (crash, SIGKILL) frees the lock: the kernel drops it
+        holder.send_signal(signal.SIGKILL)
+        holder.wait(30)
+        waiter = StoreLock(root, lock_path, timeout=5)
+        waiter.acquire()
+        waiter.release()
+    finally:
+        if holder.poll() is None:
+            holder.kill()
+            holder.wait(30)
