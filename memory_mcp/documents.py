@@ -9,11 +9,13 @@ writes a document.
 from __future__ import annotations
 
 import fnmatch
+import functools
 import os
 import re
 import sqlite3
+import stat
 import time
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -75,13 +77,24 @@ def _split_section(lines: list[str], title: str, first: int, last: int, limit: i
 
 
 def _ignored(rel: str, patterns: Sequence[str]) -> bool:
-    for pattern in patterns:
-        if fnmatch.fnmatch(rel, pattern) or fnmatch.fnmatch(rel + "/", pattern):
-            return True
-        # "dir/**" also ignores the directory itself
-        if pattern.endswith("/**") and (rel == pattern[:-3] or rel.startswith(pattern[:-2])):
-            return True
-    return False
+    return _ignore_matcher(tuple(patterns))(rel)
+
+
+@functools.lru_cache(maxsize=64)
+def _ignore_matcher(patterns: tuple[str, ...]) -> Callable[[str], bool]:
+    """One compiled test for a source's ignore patterns (this runs for every file on every call)."""
+    if not patterns:
+        return lambda rel: False
+    # fnmatch semantics: `*` also crosses `/`; a pattern matches the path or the path as a directory
+    match = re.compile("|".join(f"(?:{fnmatch.translate(p)})" for p in patterns)).match
+    # "dir/**" also ignores the directory itself
+    dirs = {p[:-3] for p in patterns if p.endswith("/**")}
+    prefixes = tuple(p[:-2] for p in patterns if p.endswith("/**"))
+
+    def ignored(rel: str) -> bool:
+        return bool(match(rel) or match(rel + "/") or rel in dirs or rel.startswith(prefixes))
+
+    return ignored
 
 
 def scan_source(source: DocumentSource) -> dict[str, tuple[int, int]]:
@@ -103,7 +116,7 @@ def scan_source(source: DocumentSource) -> dict[str, tuple[int, int]]:
                 st = os.stat(full, follow_symlinks=False)
             except OSError:
                 continue
-            if not os.path.isfile(full) or os.path.islink(full):
+            if not stat.S_ISREG(st.st_mode):  # a symlink (not followed), a fifo, a socket
                 continue
             out[full] = (st.st_mtime_ns, st.st_size)
     return out
@@ -249,14 +262,21 @@ def cited_line(terms: Sequence[Term], chunk: ChunkRow) -> int | None:
     section), its file name (the title of text before the first heading) or its source label. Such a chunk
     has nothing to cite, and a citation must open at a line that really contains a query term.
     """
-    options = [[o for o in (t.stem, *t.variants, *(v.replace("-", " ") for v in t.variants)) if o] for t in terms]
-    best, best_hits = None, 0
-    # folding never adds or removes a newline, so the folded body splits into the same lines
-    for offset, line in enumerate(fold(chunk.body).split("\n")):
-        hits = sum(1 for opts in options if any(o in line for o in opts))
-        if hits > best_hits:
-            best, best_hits = chunk.start_line + offset, hits
-    return best
+    # folding never adds or removes a newline, so a folded offset's line is the body's line
+    body = fold(chunk.body)
+    hits: dict[int, int] = {}  # line offset in the chunk -> how many query terms it holds
+    for t in terms:
+        lines: set[int] = set()
+        for option in {t.stem, *t.variants, *(v.replace("-", " ") for v in t.variants)} - {""}:
+            at = body.find(option)
+            while at != -1:
+                lines.add(body.count("\n", 0, at))
+                at = body.find(option, at + 1)
+        for offset in lines:
+            hits[offset] = hits.get(offset, 0) + 1
+    if not hits:
+        return None
+    return chunk.start_line + min(hits, key=lambda offset: (-hits[offset], offset))
 
 
 def chunks_by_rowid(conn: sqlite3.Connection, rowids: list[int]) -> dict[int, ChunkRow]:
