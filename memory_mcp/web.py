@@ -40,6 +40,8 @@ from .service import MemoryService
 LOOPBACK = "127.0.0.1"
 DEFAULT_PORT = 5052
 PAGE_SIZE = 100
+MAX_PAGE = 100_000
+MAX_FORM_BYTES = 4 * 1024 * 1024
 SEARCH_LIMIT = 20  # the recall tool's maximum
 TOKEN_FIELD = "_token"
 TOKEN_HEADER = "x-memory-token"
@@ -233,7 +235,8 @@ class WebView:
             Route("/assets/app.js", self.js),
             Route("/assets/icon.svg", self.icon),
         ]
-        self.app: ASGIApp = LoopbackGuard(Starlette(routes=routes), port)
+        # a memory body is at most 200,000 characters: no form needs more than a few megabytes
+        self.app: ASGIApp = LoopbackGuard(Starlette(routes=routes, max_body_size=MAX_FORM_BYTES), port)
 
     # ------------------------------------------------------------ plumbing
 
@@ -286,7 +289,7 @@ class WebView:
         p = request.query_params
         q, state, mtype, trust, entity = (p.get(k, "").strip() for k in ("q", "state", "type", "trust", "entity"))
         try:
-            page = max(1, int(p.get("page", "1")))
+            page = min(MAX_PAGE, max(1, int(p.get("page", "1"))))
         except ValueError:
             raise InputError("page: must be a whole number") from None
         filters = {"type": mtype or None, "trust": trust or None, "entity": entity or None, **ctx.where}

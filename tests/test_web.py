@@ -470,6 +470,23 @@ def test_post_needs_the_page_token(client: TestClient, example: Path, view: WebV
     assert read_frontmatter(path)["state"] == "archived"
 
 
+def test_oversized_forms_and_silly_numbers_are_refused_cleanly(client: TestClient, example: Path) -> None:
+    from memory_mcp.web import MAX_FORM_BYTES
+
+    mem_id, path = pick(example, "active")
+    _, form = edit_form(client, mem_id)
+    before = path.read_bytes()
+    form["body"] = "x" * (MAX_FORM_BYTES + 1)
+    assert post(client, f"/memory/{mem_id}/edit", form, None).status_code == 413
+    form["body"] = "y" * 200_001  # under the form cap, over the service's body limit
+    r = post(client, f"/memory/{mem_id}/edit", form, None)
+    assert r.status_code == 400 and "body: 200001 characters" in r.text
+    assert path.read_bytes() == before
+    assert client.get("/memories?page=99999999999999999999999").status_code == 200
+    assert client.get("/memories?page=two").status_code == 400
+    assert client.get(f"/memory/{mem_id}?from=99999999999999999999").status_code == 200
+
+
 def test_get_never_changes_anything(client: TestClient, example: Path) -> None:
     mem_id, path = pick(example, "active")
     before = path.read_bytes()
