@@ -16,7 +16,7 @@ from pathlib import Path
 from .canon import norm_hash, now_iso
 from .models import Memory
 
-SCHEMA_VERSION = 2
+SCHEMA_VERSION = 3
 
 SCHEMA = """
 CREATE TABLE meta (key TEXT PRIMARY KEY, value TEXT NOT NULL);
@@ -27,7 +27,8 @@ CREATE TABLE files (
     size INTEGER NOT NULL,
     sha256 TEXT NOT NULL,
     memory_id TEXT,
-    error TEXT
+    error TEXT,
+    inode INTEGER NOT NULL DEFAULT 0  -- a rename onto a same-size, same-mtime path is still a change
 );
 CREATE TABLE memories (
     rowid INTEGER PRIMARY KEY,
@@ -186,17 +187,18 @@ class FileRow:
     sha256: str
     memory_id: str | None
     error: str | None
+    inode: int = 0
 
 
 def file_rows(conn: sqlite3.Connection) -> dict[str, FileRow]:
-    rows = conn.execute("SELECT path, mtime_ns, size, sha256, memory_id, error FROM files")
+    rows = conn.execute("SELECT path, mtime_ns, size, sha256, memory_id, error, inode FROM files")
     return {r[0]: FileRow(*r) for r in rows}
 
 
 def put_file(conn: sqlite3.Connection, row: FileRow) -> None:
     conn.execute(
-        "INSERT OR REPLACE INTO files (path, mtime_ns, size, sha256, memory_id, error) VALUES (?,?,?,?,?,?)",
-        (row.path, row.mtime_ns, row.size, row.sha256, row.memory_id, row.error),
+        "INSERT OR REPLACE INTO files (path, mtime_ns, size, sha256, memory_id, error, inode) VALUES (?,?,?,?,?,?,?)",
+        (row.path, row.mtime_ns, row.size, row.sha256, row.memory_id, row.error, row.inode),
     )
 
 

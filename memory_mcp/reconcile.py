@@ -31,6 +31,7 @@ class DiskEntry:
     mtime_ns: int
     size: int
     problem: str | None = None
+    inode: int = 0
 
 
 class StatGate:
@@ -54,10 +55,12 @@ class StatGate:
                 entries = list(os.scandir(folder))
             except OSError:
                 continue
+            # one Path computation per folder, not per file: this loop runs on every tool call
+            prefix = self.store.relative(folder) + "/"
             for entry in entries:
                 if entry.name.startswith("."):
                     continue
-                rel = self.store.relative(Path(entry.path))
+                rel = prefix + entry.name
                 if entry.is_symlink():
                     problem = self._symlink_problem(Path(entry.path))
                     if problem:
@@ -76,7 +79,7 @@ class StatGate:
                     st = entry.stat()
                 except OSError:
                     continue
-                out[rel] = DiskEntry(st.st_mtime_ns, st.st_size)
+                out[rel] = DiskEntry(st.st_mtime_ns, st.st_size, inode=st.st_ino)
         return out
 
     def _symlink_problem(self, path: Path) -> str | None:
@@ -93,7 +96,10 @@ class StatGate:
 
     @staticmethod
     def unchanged(row: ix.FileRow | None, entry: DiskEntry) -> bool:
-        return row is not None and row.mtime_ns == entry.mtime_ns and row.size == entry.size
+        if row is None or row.mtime_ns != entry.mtime_ns or row.size != entry.size:
+            return False
+        # the inode catches files swapped by renames that keep size and mtime (0 = unknown, e.g. Windows)
+        return not row.inode or not entry.inode or row.inode == entry.inode
 
 
 def reconcile(store: Store, conn: sqlite3.Connection, dictionary: EntityDictionary) -> ReconcileReport:
@@ -130,7 +136,7 @@ def reconcile(store: Store, conn: sqlite3.Connection, dictionary: EntityDictiona
         # one whose old row is only replaced later in this pass: retry those now, so this call's
         # answer is already right instead of the next one's.
         dupes = conn.execute(
-            "SELECT path, mtime_ns, size, sha256, memory_id, error FROM files "
+            "SELECT path, mtime_ns, size, sha256, memory_id, error, inode FROM files "
             "WHERE error LIKE 'duplicate id%' ORDER BY path"
         ).fetchall()
         owners = {r[0] for r in conn.execute("SELECT id FROM memories")} if dupes else set()
@@ -190,7 +196,10 @@ def index_file(
     sha = canon.sha256_bytes(data)
     mtime = _gate_mtime(before.st_mtime_ns)
     if known_sha is not None and sha == known_sha:
-        conn.execute("UPDATE files SET mtime_ns = ?, size = ? WHERE path = ?", (mtime, before.st_size, rel))
+        conn.execute(
+            "UPDATE files SET mtime_ns = ?, size = ?, inode = ? WHERE path = ?",
+            (mtime, before.st_size, before.st_ino, rel),
+        )
         return outcome
     outcome.reindexed = 1
     fallback_time = _iso_from_ns(before.st_mtime_ns)
@@ -201,13 +210,13 @@ def index_file(
         # the pass that keeps every other memory findable: record it as this file's reason instead
         reason = str(exc) if isinstance(exc, canon.CanonError) else f"cannot parse ({type(exc).__name__}: {exc})"
         ix.drop_memory_at(conn, rel)
-        ix.put_file(conn, ix.FileRow(rel, mtime, before.st_size, sha, None, reason[:500]))
+        ix.put_file(conn, ix.FileRow(rel, mtime, before.st_size, sha, None, reason[:500], before.st_ino))
         return outcome
     owner = conn.execute("SELECT path FROM memories WHERE id = ?", (mem.id,)).fetchone()
     if owner is not None and owner[0] != rel:
         ix.drop_memory_at(conn, rel)
         reason = f"duplicate id {mem.id} (also in {owner[0]})"
-        ix.put_file(conn, ix.FileRow(rel, mtime, before.st_size, sha, mem.id, reason))
+        ix.put_file(conn, ix.FileRow(rel, mtime, before.st_size, sha, mem.id, reason, before.st_ino))
         return outcome
     previous = ix.get_memory(conn, path=rel)
     if (
@@ -229,7 +238,7 @@ def index_file(
             mem.state = State.ACTIVE
             mem.updated = canon.now_iso()
     ix.put_memory(conn, rel, mem, dictionary.normalise(mem.entities))
-    ix.put_file(conn, ix.FileRow(rel, mtime, before.st_size, sha, mem.id, None))
+    ix.put_file(conn, ix.FileRow(rel, mtime, before.st_size, sha, mem.id, None, before.st_ino))
     outcome.memory_id = mem.id
     return outcome
 

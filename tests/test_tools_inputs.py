@@ -10,7 +10,7 @@ from pathlib import Path
 import anyio
 import pytest
 
-from .helpers import Tools, frontmatter, settle, write_file
+from .helpers import Tools, frontmatter, hand_memory, settle, write_file
 
 pytestmark = pytest.mark.anyio
 
@@ -145,3 +145,25 @@ async def test_concurrent_calls_are_safe(mem_tools: Tools, store: Path) -> None:
     assert len(await mem_tools.recall_ids("kites")) == 16
     verify = await mem_tools.ok("memory_reindex", verify=True)
     assert verify["mismatches"] == [] and verify["memories"] == 16
+
+
+async def test_status_reports_reviews_due_and_compaction_candidates(mem_tools: Tools, store: Path) -> None:
+    due = await mem_tools.remember("Check the TLS expiry", "Certificates renew in March.", review_after="2020-01-01")
+    await mem_tools.remember("Later review", "Not due for a long time.", review_after="2099-01-01")
+    # three old episodes about one entity, never recalled: worth distilling
+    for n, word in enumerate(("pager", "handover", "escalation")):
+        text = hand_memory(
+            f"ep-{n}", f"On-call week {n}", f"The {word} went badly.", type="episode", entities=["on-call"]
+        )
+        write_file(store / "memories" / f"episode-{n}.md", text)
+    status = await mem_tools.status()
+    assert [r["id"] for r in status["review_due"]] == [due["id"]]
+    [group] = status["compaction_candidates"]
+    assert group["entity"] == "on-call" and sorted(group["ids"]) == ["ep-0", "ep-1", "ep-2"]
+    assert "supersedes" in group["suggestion"]
+    # recalling one of them means it is still in use: the group falls below three
+    assert await mem_tools.recall_ids("handover") == ["ep-1"]
+    assert (await mem_tools.status())["compaction_candidates"] == []
+    # an archived memory is not due for review
+    await mem_tools.ok("memory_forget", id=due["id"], mode="archive")
+    assert (await mem_tools.status())["review_due"] == []

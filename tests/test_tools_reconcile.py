@@ -251,8 +251,35 @@ async def _swapped_and_rotated_files_converge_on_the_next_call(tools: Tools, sto
     await assert_converged(rotated)
 
 
+async def _renames_keeping_size_and_mtime_are_seen(tools: Tools, store: Path) -> None:
+    # files restored from an archive share one mtime; same-size files swapped by renames keep theirs
+    a, b = store / "memories" / "restored-a.md", store / "memories" / "restored-b.md"
+    write_file(a, hand_memory("restored-a", "Restored alpha", "Ferry timetable alpha."))
+    write_file(b, hand_memory("restored-b", "Restored bravo", "Ferry timetable bravo."))
+    assert a.stat().st_size == b.stat().st_size
+    for path in (a, b):
+        os.utime(path, ns=(1_767_225_600_000_000_000, 1_767_225_600_000_000_000))
+    found = await tools.recall("ferry timetable")
+    assert {r["id"]: r["path"] for r in found["results"]} == {
+        "restored-a": "memories/restored-a.md",
+        "restored-b": "memories/restored-b.md",
+    }
+    tmp = a.with_name("tmp.md")
+    os.rename(a, tmp)
+    os.rename(b, a)
+    os.rename(tmp, b)
+    found = await tools.recall("ferry timetable")
+    assert {r["id"]: r["path"] for r in found["results"]} == {
+        "restored-a": "memories/restored-b.md",
+        "restored-b": "memories/restored-a.md",
+    }
+    assert found["index"]["unparseable"] == []
+    assert (await tools.read(id="restored-a"))["path"] == "memories/restored-b.md"
+
+
 async def test_hand_edits_keep_comments_crlf_reactivate_archived_and_swaps(tools: Tools, store: Path) -> None:
     await _server_rewrites_keep_hand_written_comments_and_unknown_keys(tools, store)
     await _crlf_file_from_a_windows_editor_is_a_memory(tools, store)
     await _archived_memory_edited_by_hand_becomes_active(tools, store)
     await _swapped_and_rotated_files_converge_on_the_next_call(tools, store)
+    await _renames_keeping_size_and_mtime_are_seen(tools, store)
