@@ -834,6 +834,8 @@ removed {rec.removed}, unparseable {rec.unparseable} in {rec.seconds * 1000:.1f}
 
 def bind_loopback(port: int) -> socket.socket:
     """A listening TCP socket on 127.0.0.1 only (port 0: any free port)."""
+    if not 0 <= port <= 65535:
+        raise InputError(f"ui port: {port} is not a TCP port (0..65535; 0 picks a free one)")
     sock = socket.socket(socket.AF_INET, socket.SOCK_STREAM)
     sock.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
     try:

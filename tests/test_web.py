@@ -508,6 +508,24 @@ def test_server_binds_loopback_only(service: MemoryService) -> None:
         ui.stop()
 
 
+@pytest.mark.parametrize("port", ["70000", "-1"])
+def test_ui_refuses_a_port_that_is_not_one(example: Path, port: str) -> None:
+    cmd = [sys.executable, "-m", "memory_mcp", "--store", str(example), "ui", "--port", port]
+    r = subprocess.run(cmd, capture_output=True, env=server_env(example), cwd=REPO, timeout=60)
+    assert r.returncode == 2 and b"ui port" in r.stderr and b"Traceback" not in r.stderr
+
+
+def test_ui_port_in_use_is_a_clear_error(service: MemoryService) -> None:
+    from memory_mcp.errors import InputError
+
+    ui = make_server(service, 0)
+    try:
+        with pytest.raises(InputError, match="cannot listen on 127.0.0.1"):
+            make_server(service, ui.port)
+    finally:
+        ui.sock.close()
+
+
 def _url_from(stderr) -> str:
     line = stderr.readline().decode()
     m = re.search(r"browser view at (http://127\.0\.0\.1:\d+/)", line)
