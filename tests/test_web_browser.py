@@ -3,7 +3,7 @@
 Open the view on a copy of the example store, search, archive a result, and see it move from Active to
 Archived — with the page's own CSS and JS loaded under its Content-Security-Policy and no console errors.
 `.ci/install-browser.sh` installs both; without them the test is skipped and says which one is missing.
-Set MEMORY_MCP_SCREENSHOT=path.png to also save a screenshot of the search page (docs/screenshot.png).
+Set DOCS_SCREENSHOT=path.png to also save a screenshot of the search page (docs/screenshot.png).
 """
 
 from __future__ import annotations
@@ -92,8 +92,8 @@ def test_search_archive_and_see_it_moved(ui: tuple[UiServer, Path], page: Page) 
     page.fill("input[name=q]", "postgres backup")
     page.press("input[name=q]", "Enter")
     page.wait_for_url(lambda url: "q=postgres+backup" in url)
-    if os.environ.get("MEMORY_MCP_SCREENSHOT"):
-        page.screenshot(path=os.environ["MEMORY_MCP_SCREENSHOT"])
+    if os.environ.get("DOCS_SCREENSHOT"):
+        page.screenshot(path=os.environ["DOCS_SCREENSHOT"])
     hit = page.locator("li.item[data-state=active]").first
     mem_id = hit.get_attribute("data-id")
     title = hit.locator("a.title").inner_text()
