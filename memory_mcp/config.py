@@ -295,6 +295,13 @@ def _check_sources(value: Any, layer: str, project_root: Path | None) -> list[di
                     f"{where}.path: {entry['path']!r} leaves the project root {project_root}; a project file "
                     f"may only index inside its project (in {layer})"
                 )
+            # ... nor through a symlink committed in it (the scan starts from the source's real path)
+            real_root, real_target = Path(os.path.realpath(project_root)), Path(os.path.realpath(target))
+            if real_target != real_root and real_root not in real_target.parents:
+                raise ConfigError(
+                    f"{where}.path: {entry['path']!r} resolves through a symlink to {real_target}, outside the "
+                    f"project root {real_root}; a project file may only index inside its project (in {layer})"
+                )
         out.append(entry)
     return out
 

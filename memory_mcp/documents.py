@@ -100,7 +100,9 @@ def _ignore_matcher(patterns: tuple[str, ...]) -> Callable[[str], bool]:
 def scan_source(source: DocumentSource) -> dict[str, tuple[int, int]]:
     """Absolute path → (mtime_ns, size) for every candidate file of a source; one stat each, no reads."""
     out: dict[str, tuple[int, int]] = {}
-    root = source.path
+    # real paths: memory_read resolves the path it is given, and must find the same string in doc_files
+    # (a project bound through a symlink, a source directory that is a symlink)
+    root = Path(os.path.realpath(source.path))
     if not root.is_dir():
         return out
     exts = tuple(e.lower() for e in source.extensions)
@@ -295,8 +297,10 @@ def chunks_by_rowid(conn: sqlite3.Connection, rowids: list[int]) -> dict[int, Ch
 def display_path(path: Path, project_root: Path | None) -> str:
     """How a document is cited: relative to the project root when inside it, else absolute."""
     if project_root is not None:
-        try:
-            return path.relative_to(project_root).as_posix()
-        except ValueError:
-            pass
+        # indexed paths are real paths; the project root may have been given through a symlink
+        for base in (project_root, Path(os.path.realpath(project_root))):
+            try:
+                return path.relative_to(base).as_posix()
+            except ValueError:
+                pass
     return str(path)

@@ -19,6 +19,8 @@ from pathlib import Path
 
 import pytest
 
+from memory_mcp.config import ConfigError, load_settings
+
 from .helpers import Tools
 from .test_scopes import project_tools
 
@@ -455,3 +457,45 @@ async def test_memory_read_refuses_anything_not_indexed_and_skips_are_reported(t
         assert [(r["path"], r["line"]) for r in _documents(answer)] == [("docs/latin1.txt", 1)]
         assert answer["index"]["documents"]["hashed"] == 1
         assert await cited_line(t, _documents(answer)[0]) == "configuración kestrelmoon"
+
+
+# ---------------------------------------------------------------- symlinks
+
+
+async def test_a_project_bound_through_a_symlink_reads_its_own_citations(tmp_path: Path) -> None:
+    real, store = tmp_path / "real-project", tmp_path / "account"
+    (real / "notes-real" / "sub").mkdir(parents=True)
+    (real / "notes-real" / "sub" / "plan.md").write_text("# Plan\n\nThe gallimaufry step comes first.\n")
+    (real / "docs").symlink_to("notes-real")  # a source directory that is a symlink inside the project
+    (real / ".memory").mkdir()
+    (real / ".memory" / "config.toml").write_text('[[documents.sources]]\nlabel = "docs"\npath = "docs"\n')
+    link = tmp_path / "link-to-project"
+    link.symlink_to(real)
+    age_all(real)
+
+    async with project_tools(link, store) as t:
+        docs = _documents(await t.recall("gallimaufry"))
+        assert [(r["path"], r["line"]) for r in docs] == [("notes-real/sub/plan.md", 3)]
+        assert "gallimaufry" in await cited_line(t, docs[0])
+        # the same file by the path through the symlinks, relative and absolute
+        for path in ("docs/sub/plan.md", str(link / "docs" / "sub" / "plan.md")):
+            assert "gallimaufry" in (await t.read(path=path, from_line=3, to_line=3))["text"]
+
+
+def test_a_project_file_cannot_index_outside_its_project_through_a_symlink(tmp_path: Path) -> None:
+    project, secrets = tmp_path / "cloned", tmp_path / "home-secrets"
+    (project / ".memory").mkdir(parents=True)
+    secrets.mkdir()
+    (project / "inside").mkdir()
+    (project / "docs").symlink_to(secrets)
+    (project / "ok").symlink_to("inside")
+    config = project / ".memory" / "config.toml"
+    config.write_text('[[documents.sources]]\nlabel = "docs"\npath = "docs"\n')
+    with pytest.raises(ConfigError) as refused:
+        load_settings(project_root=project, env={}, user_config=tmp_path / "none.toml")
+    text = str(refused.value)
+    assert "documents.sources[0].path" in text and "symlink" in text and str(config) in text
+    # a symlink that stays inside the project is fine
+    config.write_text('[[documents.sources]]\nlabel = "docs"\npath = "ok"\n')
+    settings = load_settings(project_root=project, env={}, user_config=tmp_path / "none.toml")
+    assert [s.label for s in settings.document_sources()] == ["docs"]
