@@ -109,6 +109,7 @@ class RoundTripYAMLHandler(BaseHandler):
             raise CanonError(f"bad YAML value: {type(exc).__name__}: {_one_line(exc)}") from None
         if not isinstance(data, CommentedMap):
             raise CanonError("frontmatter is not a mapping")
+        _check_unicode(data)
         return data
 
     def export(self, metadata: dict[str, object], **kwargs: object) -> str:
@@ -121,7 +122,28 @@ HANDLER = RoundTripYAMLHandler()
 
 
 def _one_line(exc: Exception) -> str:
-    return " ".join(str(exc).split())[:300]
+    # YAML messages quote the offending text, which may hold lone surrogates: keep the reason storable
+    text = " ".join(str(exc).split())[:300]
+    return text.encode("utf-8", "backslashreplace").decode("utf-8")
+
+
+def _check_unicode(value: Any) -> None:
+    """Refuse a lone surrogate made by a YAML escape ("\\ud800"): not Unicode text, so not storable or sendable."""
+    stack = [value]
+    while stack:
+        item = stack.pop()
+        if isinstance(item, str):
+            try:
+                item.encode("utf-8")
+            except UnicodeEncodeError:
+                raise CanonError(
+                    "frontmatter holds an escaped lone surrogate (e.g. \\ud800): not valid Unicode"
+                ) from None
+        elif isinstance(item, dict):
+            stack.extend(item.keys())
+            stack.extend(item.values())
+        elif isinstance(item, list):
+            stack.extend(item)
 
 
 def _check_node(root: Node) -> None:

@@ -209,6 +209,7 @@ def index_file(
         # CanonError is the expected kind; anything else is a parser bug, and one file must never stop
         # the pass that keeps every other memory findable: record it as this file's reason instead
         reason = str(exc) if isinstance(exc, canon.CanonError) else f"cannot parse ({type(exc).__name__}: {exc})"
+        reason = reason.encode("utf-8", "backslashreplace").decode("utf-8")  # always storable in SQLite
         ix.drop_memory_at(conn, rel)
         ix.put_file(conn, ix.FileRow(rel, mtime, before.st_size, sha, None, reason[:500], before.st_ino))
         return outcome

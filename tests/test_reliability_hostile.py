@@ -194,10 +194,15 @@ def _parse_answers_or_refuses(data: bytes) -> None:
         mem = canon.parse(data, "fallback", "2026-01-01T00:00:00Z")
     except canon.CanonError as exc:
         assert str(exc).strip(), "a refusal must carry a reason"
+        str(exc).encode("utf-8")  # the reason is stored in SQLite and sent as JSON: real Unicode only
         return
     assert canon.ID_PATTERN.match(mem.id), mem.id
-    assert isinstance(mem.title, str) and isinstance(mem.body, str)
-    assert all(isinstance(e, str) for e in mem.entities)
+    texts = [mem.id, mem.title, mem.body, mem.source, mem.created, mem.updated, mem.review_after or ""]
+    texts += [*mem.entities, *mem.supersedes, *mem.superseded_by, *mem.related]
+    texts += [str(c.__dict__) for c in mem.conflicts]
+    for text in texts:
+        assert isinstance(text, str)
+        text.encode("utf-8")  # a lone surrogate here would fail the index write and the JSON answer
 
 
 @settings(max_examples=300, **COMMON)
@@ -343,6 +348,8 @@ def hostile_store(tmp_path: Path) -> Path:
         "empty.md": "",
         "fm-at-limit.md": f"---\n{_frontmatter_of_size(canon.MAX_FRONTMATTER_BYTES)}---\n# FM at limit\n\nfmlimitword\n",
         "fm-too-big.md": f"---\n{_frontmatter_of_size(canon.MAX_FRONTMATTER_BYTES + 1)}---\n# FM too big\n",
+        "surrogate.md": '---\nid: surr\nsource: "\\ud800"\n---\n# Lone surrogate escape\n',
+        "surrogate-dup.md": '---\nid: surrdup\nx: ""\nx: "\\udc00"\n---\n# Duplicate key quoting one\n',
     }
     for name, text in files.items():
         (m / name).write_text(text, encoding="utf-8")
@@ -374,6 +381,8 @@ EXPECTED_REASONS = {
     "memories/unclosed.md": "not closed",
     "memories/empty.md": "missing id",
     "memories/fm-too-big.md": f"frontmatter larger than {canon.MAX_FRONTMATTER_BYTES} bytes",
+    "memories/surrogate.md": "lone surrogate",
+    "memories/surrogate-dup.md": "duplicate key",
     "memories/huge.md": f"file larger than {canon.MAX_FILE_BYTES} bytes",
     "memories/binary.md": "binary file",
     "memories/latin1.md": "not UTF-8",
