@@ -30,7 +30,7 @@ class EntityDictionary:
         out = cls()
         try:
             text = path.read_text(encoding="utf-8")
-        except (FileNotFoundError, UnicodeDecodeError, IsADirectoryError):
+        except (OSError, UnicodeDecodeError):  # missing, unreadable, a folder: no aliases
             return out
         for line in text.splitlines():
             match = _LINE.match(line)

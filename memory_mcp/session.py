@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import os
 import sqlite3
+import stat
 import threading
 from collections.abc import Iterator, Sequence
 from contextlib import contextmanager
@@ -232,14 +233,19 @@ class StoreSession:
         path = self.store.dictionary_path
         try:
             st = path.stat()
-            stamp = (st.st_mtime_ns, st.st_size)
-        except FileNotFoundError:
+            # only a regular file is a dictionary: reading a FIFO would block every call
+            stamp = (st.st_mtime_ns, st.st_size) if stat.S_ISREG(st.st_mode) else None
+        except OSError:
             stamp = None
         if stamp == self._dictionary_stamp:
             return
-        self.dictionary = EntityDictionary.load(path)
+        try:
+            data = path.read_bytes() if stamp else b""
+        except OSError:
+            data, stamp = b"", None  # unreadable: answer without aliases rather than not at all
+        self.dictionary = EntityDictionary.load(path) if stamp else EntityDictionary()
         self._dictionary_stamp = stamp
-        digest = canon.sha256_bytes(path.read_bytes()) if stamp else ""
+        digest = canon.sha256_bytes(data) if stamp else ""
         if ix.meta_value(self.conn, "dictionary_sha256") != digest:
             # entity spellings may normalise differently now: have every file re-read on this pass
             self.conn.execute("UPDATE files SET mtime_ns = -1, sha256 = ''")

@@ -367,6 +367,7 @@ def hostile_store(tmp_path: Path) -> Path:
     (m / "sub").mkdir()
     os.symlink(m, m / "sub" / "up")  # a directory loop inside memories/
     os.mkfifo(m / "fifo.md")  # would block a naive reader forever
+    os.mkfifo(root / "dictionary.md")  # so would a dictionary that is a FIFO
     return root
 
 

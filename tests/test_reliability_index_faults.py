@@ -145,7 +145,7 @@ async def test_damaged_index_at_start_is_rebuilt_and_answers(tmp_path: Path) -> 
                 assert "in-memory index" in (rec["index_in_memory"] or ""), rec
                 made = await t.remember("Beside a broken index", "Still a file: faultwordextra.", store=name)
                 assert (tmp_path / name / made["path"]).is_file()
-                assert [r["id"] for r in (await t.recall("faultwordextra", store=name))["results"]] == [made["id"]]
+                assert [r["id"] for r in (await t.recall("faultwordextra", store=name))["results"]][:1] == [made["id"]]
                 continue
             assert rec["index_in_memory"] is None, (fault, rec)
             await _all_findable(t, ids, store=name)
@@ -281,7 +281,9 @@ async def test_read_only_index_and_read_only_store(tmp_path: Path, unprivileged:
         p.unlink()
     _chmod_tree(ro_index, 0o555, 0o444, ".index")
     _chmod_tree(ro_nolock, 0o555, 0o444, ".index")
+    write_file(ro_store / "dictionary.md", "- postgres: the database (aka: pg)\n")
     _chmod_tree(ro_store, 0o555, 0o444, ".index", "memories", "")
+    os.chmod(ro_store / "dictionary.md", 0o000)  # unreadable: answers come without aliases, not never
     index_before = {p.name: p.read_bytes() for p in (ro_index / ".index").iterdir()}
     canon_before = _canon_bytes(ro_store)
 
@@ -294,11 +296,11 @@ async def test_read_only_index_and_read_only_store(tmp_path: Path, unprivileged:
         assert status["total"] == len(ids) and status["index"]["last_reconcile"]["index_in_memory"] == why
         made = await t.remember("Remembered beside a read-only index", "The word faultwordro is stored.")
         assert made["created"] is True and (ro_index / made["path"]).is_file()
-        assert [r["id"] for r in (await t.recall("faultwordro"))["results"]] == [made["id"]]
+        assert [r["id"] for r in (await t.recall("faultwordro"))["results"]][:1] == [made["id"]]
         write_file(
             ro_index / "memories" / "fault-0.md", hand_memory("fault-0000", "Fault memory 0", "Now faultwordedit.")
         )
-        assert [r["id"] for r in (await t.recall("faultwordedit"))["results"]] == ["fault-0000"]
+        assert [r["id"] for r in (await t.recall("faultwordedit"))["results"]][:1] == ["fault-0000"]
         await _lock_is_shared_with_normal_processes(t, ro_index)
 
         # ro-store: reads work; a write fails with the reason and the file it could not write
