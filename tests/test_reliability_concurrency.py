@@ -34,11 +34,14 @@ from .reliability_support import read_canon, verify_clean
 
 pytestmark = pytest.mark.anyio
 
-WORDS = (
-    "postgres replica backup kafka topic retention deploy canary rollout billing invoice tenant quota cache "
-    "redis session gateway latency pager alert runbook schema migration terraform bucket lifecycle"
-).split()
-ENTITIES = ["postgres", "kafka", "billing", "gateway", "redis", "terraform"]
+# A wide vocabulary, so memories look like a real store's: a handful of shared words would make the
+# conflict gate pair most of them, and every answer lists every open conflict (that cost is not what
+# this test measures).
+_VOCAB_RNG = random.Random(99)
+WORDS = [
+    "".join(_VOCAB_RNG.choice("bcdfghjklmnprstvwz") + _VOCAB_RNG.choice("aeiou") for _ in range(3)) for _ in range(3000)
+]
+ENTITIES = [f"system-{n}" for n in range(40)]
 
 
 @dataclass
