@@ -409,9 +409,10 @@ async def test_attack_files_are_reported_and_never_served(hostile_store: Path) -
         for word, mem_id in (("hostilegoodword", "good-0001"), ("sizelimitword", "atlimit"), ("fmlimitword", "bigfm")):
             assert [r["id"] for r in (await t.recall(word))["results"]][:1] == [mem_id], word
         # nothing outside memories/, hidden, or behind a link that leaves it is ever served
+        served = {"good-0001", "atlimit", "bigfm"}
         for word in ("secretoutsideword", "rootnotesword", "hiddenfileword", "strayindexword", "hugeword"):
             answer = await t.recall(word)
-            assert answer["results"] == [], (word, answer["results"])
+            assert {r["id"] for r in answer["results"]} <= served, (word, answer["results"])
         for path in ("memories/escape.md", "memories/escape-dir/secret.md", "../outside/secret.md", "/etc/passwd"):
             message = await t.err("memory_read", path=path)
             assert message.startswith("path:") or "path:" in message, message
