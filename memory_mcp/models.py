@@ -189,13 +189,32 @@ class RecallResult(BaseModel):
     trust: str
     entities: list[str]
     updated: str
+    cosine: float | None = Field(default=None, description="Hybrid mode: cosine of this memory to the query.")
+    fused: float | None = Field(
+        default=None, description="Hybrid mode: Reciprocal Rank Fusion score (results are ordered by it)."
+    )
+
+
+class CollapsedResult(BaseModel):
+    """A result left out because it restates one ranked above it."""
+
+    kept_id: str
+    dropped_id: str
+    reason: str = Field(description="same text | word overlap J | cosine C")
 
 
 class RecallAnswer(BaseModel):
     query: str
-    plan: str = Field(description="Which query legs ran: all-terms, any-term, trigram, like.")
+    plan: str = Field(description="Which query legs ran: all-terms, any-term, trigram, like, cosine.")
     results: list[RecallResult]
     index: IndexReport
+    mode: str = Field(default="bm25", description="The ranking that ran: bm25 (keywords) or hybrid (+ cosine).")
+    semantic_available: bool = Field(default=False, description="An embedding provider is configured and working.")
+    semantic_note: str = Field(default="", description="Why hybrid did not run, or what it has not embedded yet.")
+    semantic_pending: int = Field(default=0, description="Hybrid mode: memories without a vector yet.")
+    collapsed: list[CollapsedResult] = Field(
+        default_factory=list, description="Near-duplicates dropped in favour of the better-ranked result."
+    )
 
 
 class ConflictCandidate(BaseModel):
@@ -394,3 +413,5 @@ class ReindexAnswer(BaseModel):
     verified: bool
     mismatches: list[Mismatch]
     seconds: float
+    embedded: int = Field(default=0, description="Memories embedded for hybrid search by this reindex.")
+    semantic_note: str = ""

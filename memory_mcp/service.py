@@ -18,6 +18,7 @@ from ulid import ULID
 
 from . import canon
 from . import index as ix
+from . import semantic as sem
 from .config import Settings
 from .conflicts import MAX_CONFLICTS, NEAR_TEXT_SIMILARITY, find_neighbours
 from .documents import (
@@ -35,6 +36,7 @@ from .lifecycle import check_editable, check_transition
 from .models import (
     BrowseAnswer,
     ChainLink,
+    CollapsedResult,
     CompactionCandidate,
     ConflictHistoryEntry,
     EditableMemory,
@@ -57,7 +59,7 @@ from .models import (
     Unparseable,
     UpdateAnswer,
 )
-from .query import DOCUMENTS, MEMORIES, Corpus, Filters, Plan, best_line, coverage, fold, plan_and_fetch
+from .query import DOCUMENTS, MEMORIES, Candidate, Corpus, Filters, Plan, best_line, coverage, fold, plan_and_fetch
 from .ranking import DEFAULT as RANKING
 from .ranking import RankingConstants, score
 from .reconcile import StatGate, unparseable_files
@@ -191,6 +193,7 @@ class _Pool:
     session: StoreSession
     corpus: Corpus
     plan: Plan
+    filters: Filters | None = None
 
 
 class MemoryService:
@@ -206,10 +209,16 @@ class MemoryService:
         chunk_chars: int = 1200,
         ranking: RankingConstants = RANKING,
         limits: Limits | None = None,
+        embedder: sem.EmbeddingProvider | None = None,
+        semantic: sem.SemanticConfig | None = None,
+        collapse_jaccard: float | None = 0.9,
     ) -> None:
         self.root = root.expanduser().absolute()
         self.ranking = ranking
         self.limits = limits or Limits()
+        # hybrid search: None = keyword recall only; collapse_jaccard None = never collapse near-duplicates
+        self.semantic = sem.Semantic(embedder, semantic)
+        self.collapse_jaccard = collapse_jaccard
         self.scopes = Scopes(self.root, project_root, local_dir, sources, chunk_chars)
 
     @classmethod
@@ -223,6 +232,22 @@ class MemoryService:
             chunk_chars=settings.get("documents.chunk_chars"),
             ranking=settings.ranking(),
             limits=Limits.from_settings(settings),
+            embedder=sem.make_provider(
+                settings.get("semantic.provider"),
+                settings.get("semantic.ollama_url"),
+                settings.get("semantic.ollama_model"),
+                settings.get("semantic.timeout_s"),
+            ),
+            semantic=sem.SemanticConfig(
+                auto_hybrid=settings.get("semantic.auto_hybrid"),
+                rrf_k=settings.get("semantic.rrf_k"),
+                depth=settings.get("semantic.depth"),
+                embed_per_recall=settings.get("semantic.embed_per_recall"),
+                collapse_cosine=settings.get("semantic.collapse_cosine"),
+            ),
+            collapse_jaccard=(
+                settings.get("recall.collapse_jaccard") if settings.get("recall.collapse_duplicates") else None
+            ),
         )
 
     def session(self, store: str | None = None, scope: str | None = None) -> StoreSession:
@@ -370,8 +395,17 @@ class MemoryService:
         touch: bool = True,
         trust: str | None = None,
         scope: str | None = None,
+        mode: str | None = None,
     ) -> RecallAnswer:
-        """Search every scope (or the one named) and the indexed documents; rank all in one list."""
+        """Search every scope (or the one named) and the indexed documents; rank all in one list.
+
+        mode: bm25 (keywords), hybrid (keywords fused with cosine by RRF), auto (hybrid when a provider is
+        available and `semantic.auto_hybrid` says it helps, else bm25). A provider failure is never an error:
+        the answer falls back to bm25 and says why in `semantic_note`.
+        """
+        mode = mode or "auto"
+        if mode not in sem.MODES:
+            raise InputError(f"mode: '{mode}' is not one of {', '.join(sem.MODES)}")
         limit = self.limits.recall_default if limit is None else limit
         if not 1 <= limit <= self.limits.recall_max:
             raise InputError(f"limit: {limit} is outside 1..{self.limits.recall_max}")
@@ -383,7 +417,13 @@ class MemoryService:
         with self.scopes.open(scope, store) as opened:
             index = merged_report(opened)
             if not query.strip():
-                return RecallAnswer(query=query, plan="empty query", results=[], index=index)
+                return RecallAnswer(
+                    query=query,
+                    plan="empty query",
+                    results=[],
+                    index=index,
+                    semantic_available=self.semantic.available(),
+                )
             pools: list[_Pool] = []
             for o in opened:
                 s = o.session
@@ -395,18 +435,150 @@ class MemoryService:
                     trusts=[mem_trust.value] if mem_trust else [],
                 )
                 plan = plan_and_fetch(s.conn, query, filters, want=limit, dictionary=s.dictionary, k=self.ranking)
-                pools.append(_Pool(o.scope, s, MEMORIES, plan))
+                pools.append(_Pool(o.scope, s, MEMORIES, plan, filters))
                 if s.sources and not (mem_type or mem_state or entity or mem_trust):
                     plan = plan_and_fetch(s.conn, query, None, limit, s.dictionary, self.ranking, corpus=DOCUMENTS)
                     pools.append(_Pool(o.scope, s, DOCUMENTS, plan))
-            results = self._rank(pools, limit)
+            ran, note, pending, ranked = "bm25", "", 0, None
+            if mode == "hybrid" or (mode == "auto" and self.semantic.config.auto_hybrid):
+                if self.semantic.available():
+                    try:
+                        ranked, pending = self._hybrid(pools, query)
+                        ran = "hybrid"
+                    except sem.SemanticUnavailable as exc:
+                        note = f"hybrid unavailable ({exc}); answered with bm25"
+                elif mode == "hybrid":
+                    note = f"hybrid unavailable ({self.semantic.why_unavailable()}); answered with bm25"
+            if ranked is None:
+                ranked = self._rank(pools, sem.UNLIMITED)
+            if pending:
+                note = f"{pending} memories have no vector yet (a few are embedded per recall; memory_reindex: all)"
+            results, collapsed = self._collapse(pools, ranked, limit, ran == "hybrid")
             if touch:
                 for o in opened:
                     ids = [r.id for r in results if r.kind == "memory" and r.scope == o.scope]
                     if ids:
                         ix.bump_heat(o.session.conn, ids, canon.now_iso())
-            plan_text = "+".join(dict.fromkeys(leg for p in pools for leg in p.plan.legs)) or "no terms"
-            return RecallAnswer(query=query, plan=plan_text, results=results, index=index)
+            legs = [leg for p in pools for leg in p.plan.legs] + (["cosine"] if ran == "hybrid" else [])
+            plan_text = "+".join(dict.fromkeys(legs)) or "no terms"
+            return RecallAnswer(
+                query=query,
+                plan=plan_text,
+                results=results,
+                index=index,
+                mode=ran,
+                semantic_available=self.semantic.available(),
+                semantic_note=note,
+                semantic_pending=pending,
+                collapsed=collapsed,
+            )
+
+    def _hybrid(self, pools: list[_Pool], query: str) -> tuple[list[RecallResult], int]:
+        """Keyword ranking and cosine ranking of the memories, fused by RRF; raises SemanticUnavailable.
+
+        The query is embedded first and missing vectors are filled (at most `embed_per_recall` per store),
+        so a provider failure is known before anything is changed. Memories the cosine leg ranks but the
+        keyword legs did not find join their pool as zero-score candidates, so they are scored and cited
+        exactly like keyword results (their keyword score is 0; `fused` orders them).
+        """
+        cfg, name = self.semantic.config, self.semantic.name
+        qvec = self.semantic.embed_query(query)
+        mem_pools = [p for p in pools if p.corpus is MEMORIES]
+        pending = 0
+        for pool in mem_pools:
+            conn = pool.session.conn
+            if cfg.embed_per_recall:
+                self.semantic.fill(conn, cfg.embed_per_recall)
+            pending += sem.pending_count(conn, name)
+        cos_rank: list[tuple[float, str, str]] = []  # (cosine, scope, id)
+        cos_of: dict[tuple[str, str], float] = {}
+        cosine_only: set[tuple[str, str]] = set()  # not found by any keyword leg: no keyword rank
+        states = self.ranking.state
+        for pool in mem_pools:
+            where, params = pool.filters.sql() if pool.filters is not None else ("", [])
+            # archived and deprecated order below active in the cosine leg too (trust is left to the keyword leg)
+            for rowid, mem_id, c in sem.cosine_rank(
+                pool.session.conn, name, qvec, where, params, lambda st: states.get(st, 1.0), cfg.depth
+            ):
+                if rowid not in pool.plan.candidates:
+                    pool.plan.candidates[rowid] = Candidate(rowid)
+                    cosine_only.add((pool.scope, mem_id))
+                cos_rank.append((c, pool.scope, mem_id))
+                cos_of[(pool.scope, mem_id)] = c
+        ranked = self._rank(pools, sem.UNLIMITED)
+        keyword = [r for r in ranked if (r.scope, r.id) not in cosine_only]
+        kw_keys = [f"{r.scope}\x00{r.id}" for r in keyword[: cfg.depth]]
+        cos_rank.sort(key=lambda x: -x[0])
+        cos_keys = [f"{s}\x00{i}" for _, s, i in cos_rank[: cfg.depth]]
+        fused = sem.rrf([kw_keys, cos_keys], cfg.rrf_k)
+        kw_pos = {k: n for n, k in enumerate(kw_keys)}
+        out = []
+        for r in ranked:
+            key = f"{r.scope}\x00{r.id}"
+            if key not in fused:
+                continue
+            r.fused = round(fused[key], 6)
+            r.cosine = round(cos_of[(r.scope, r.id)], 4) if (r.scope, r.id) in cos_of else None
+            out.append(r)
+        out.sort(key=lambda r: (-(r.fused or 0.0), kw_pos.get(f"{r.scope}\x00{r.id}", len(kw_pos)), r.id))
+        return out, pending
+
+    def _collapse(
+        self, pools: list[_Pool], ranked: list[RecallResult], limit: int, with_vectors: bool
+    ) -> tuple[list[RecallResult], list[CollapsedResult]]:
+        """The first `limit` results once near-duplicate memories (same statement twice, across scopes or
+        reworded) are dropped in favour of the better-ranked one. Document chunks are never collapsed."""
+        if self.collapse_jaccard is None:
+            return ranked[:limit], []
+        sessions = {p.scope: p.session for p in pools if p.corpus is MEMORIES}
+        window = limit * 2 + 10
+        while True:
+            head = ranked[:window]
+            cands = self._dup_candidates(sessions, head, with_vectors)
+            cosine_min = self.semantic.config.collapse_cosine if with_vectors else None
+            done = sem.collapse(cands, self.collapse_jaccard, cosine_min, want=limit)
+            if len(done.kept) >= limit or window >= len(ranked):
+                break
+            window *= 2
+        by_key = {f"{r.scope}\x00{r.id}": r for r in head}
+        results = [by_key[k] for k in done.kept]
+        collapsed = [
+            CollapsedResult(kept_id=by_key[k].id, dropped_id=by_key[d].id, reason=why) for k, d, why in done.dropped
+        ]
+        return results, collapsed
+
+    def _dup_candidates(
+        self, sessions: dict[str, StoreSession], results: list[RecallResult], with_vectors: bool
+    ) -> list[sem.DupCandidate]:
+        texts: dict[tuple[str, str], tuple[str, str, str]] = {}
+        for scope, s in sessions.items():
+            ids = [r.id for r in results if r.kind == "memory" and r.scope == scope]
+            for start in range(0, len(ids), 500):
+                chunk = ids[start : start + 500]
+                marks = ",".join("?" * len(chunk))
+                for row in s.conn.execute(
+                    f"SELECT id, title, body, norm_hash FROM memories WHERE id IN ({marks})", chunk
+                ):
+                    texts[(scope, row[0])] = (row[1], row[2], row[3])
+        vecs: dict[tuple[str, str], bytes] = {}
+        if with_vectors:
+            for scope, s in sessions.items():
+                hashes = [t[2] for (sc, _), t in texts.items() if sc == scope]
+                got = sem.vectors_for(s.conn, self.semantic.name, hashes)
+                for (sc, mid), t in texts.items():
+                    if sc == scope and t[2] in got:
+                        vecs[(sc, mid)] = got[t[2]]
+        out = []
+        for r in results:
+            key = f"{r.scope}\x00{r.id}"
+            t = texts.get((r.scope, r.id)) if r.kind == "memory" else None
+            if t is None:  # a document chunk (or a row gone meanwhile): unique, never collapsed
+                out.append(sem.DupCandidate(key, "\x00" + key, frozenset()))
+                continue
+            text = f"{t[0]}\n{t[1]}"
+            vec = vecs.get((r.scope, r.id))
+            out.append(sem.DupCandidate(key, canon.normalised_text(t[0], t[1]), sem.words(text, fold), vec))
+        return out
 
     def _rank(self, pools: list[_Pool], limit: int) -> list[RecallResult]:
         """Score candidates from every pool on one scale: each pool's legs are divided by that pool's best value.
@@ -1133,7 +1305,7 @@ class MemoryService:
                 files += report.scanned
                 memories += s.conn.execute("SELECT count(*) FROM memories").fetchone()[0]
                 unparseable += [u.model_copy(update={"scope": o.scope}) for u in unparseable_files(s.conn)]
-            return ReindexAnswer(
+            answer = ReindexAnswer(
                 store="+".join(o.session.store.name for o in opened),
                 scopes=[o.scope for o in opened],
                 files=files,
@@ -1141,8 +1313,46 @@ class MemoryService:
                 unparseable=unparseable,
                 verified=verify,
                 mismatches=mismatches,
-                seconds=round(time.perf_counter() - started, 4),
+                seconds=0.0,
             )
+        # vectors survived the rebuild (keyed by content); embed what is new, outside the store lock
+        answer.embedded, answer.semantic_note = self.embed_pending(store=store, scope=scope)
+        answer.seconds = round(time.perf_counter() - started, 4)
+        return answer
+
+    def embed_pending(self, store: str | None = None, scope: str | None = None) -> tuple[int, str]:
+        """Embed every memory that lacks a vector; (how many, why it stopped early or was skipped).
+
+        Batches are embedded without holding the store lock (a large store takes minutes on a CPU), so
+        other calls go on meanwhile; each batch is read, and its vectors written, under the lock.
+        """
+        if self.semantic.provider is None:
+            return 0, ""
+        if not self.semantic.available():
+            return 0, f"not embedded: {self.semantic.why_unavailable()}"
+        name, batch, done = self.semantic.name, self.semantic.config.batch, 0
+        with self.scopes.open(scope, store) as opened:
+            for o in opened:
+                sem.prune(o.session.conn)
+        try:
+            while True:
+                todo: tuple[str, list[tuple[str, str]]] | None = None
+                with self.scopes.open(scope, store) as opened:
+                    for o in opened:
+                        items = sem.pending(o.session.conn, name, batch)
+                        if items:
+                            todo = (o.scope, items)
+                            break
+                if todo is None:
+                    return done, ""
+                where, items = todo
+                vecs = self.semantic.embed([text for _, text in items])
+                pairs = [(h, v) for (h, _), v in zip(items, vecs, strict=True)]
+                with self.scopes.open(where, store) as opened:
+                    sem.store_vectors(opened[0].session.conn, name, pairs)
+                done += len(items)
+        except sem.SemanticUnavailable as exc:
+            return done, f"embedding stopped after {done} memories: {exc}"
 
     @staticmethod
     def _verify(s: StoreSession) -> list[Mismatch]:

@@ -15,7 +15,7 @@ from collections.abc import Iterator, Sequence
 from contextlib import contextmanager
 from pathlib import Path
 
-from . import canon
+from . import canon, semantic
 from . import index as ix
 from .dictionary import EntityDictionary
 from .documents import DocumentSource, reconcile_documents
@@ -269,6 +269,8 @@ class StoreSession:
             heat = {r[0]: (r[1], r[2]) for r in self.conn.execute("SELECT memory_id, recalls, last_recalled FROM heat")}
         except sqlite3.DatabaseError:
             pass
+        # embeddings are keyed by content hash: unchanged text keeps its vector, so a rebuild re-embeds nothing
+        vectors = semantic.export_vectors(self.conn)
         self.conn.close()
         self._conn = None
         if self.index_in_memory is None:
@@ -288,6 +290,7 @@ class StoreSession:
             "INSERT OR REPLACE INTO heat (memory_id, recalls, last_recalled) VALUES (?,?,?)",
             [(k, v[0], v[1]) for k, v in heat.items() if k in live],
         )
+        semantic.import_vectors(self.conn, vectors)
         self.last_report = report
         return report, heat
 
