@@ -47,6 +47,7 @@ def build_parser() -> argparse.ArgumentParser:
     r.add_argument("--state")
     r.add_argument("--entity")
     r.add_argument("--include-deprecated", action="store_true")
+    r.add_argument("--mode", choices=["auto", "bm25", "hybrid"], default="auto", help="ranking (default: auto)")
     r.add_argument("--scope", choices=["local", "global"], help="default: both (recall, read) or home")
     r.add_argument("--json", action="store_true", help="print the structured answer as JSON")
 
@@ -154,7 +155,14 @@ def _ui(service: MemoryService, port: int) -> int:
 def _run(service: MemoryService, args: argparse.Namespace) -> int:
     if args.command == "recall":
         answer = service.recall(
-            args.query, args.limit, args.type, args.state, args.entity, args.include_deprecated, scope=args.scope
+            args.query,
+            args.limit,
+            args.type,
+            args.state,
+            args.entity,
+            args.include_deprecated,
+            scope=args.scope,
+            mode=args.mode,
         )
         _emit(answer, args.json, _recall_text)
     elif args.command == "remember":
@@ -239,6 +247,8 @@ def _recall_text(a: RecallAnswer) -> str:
         lines.append(f"   {r.excerpt}")
     if not a.results:
         lines.append("no results" if a.query.strip() else "empty query: nothing to search for")
+    lines += [f"-- collapsed {c.dropped_id} into {c.kept_id} ({c.reason})" for c in a.collapsed]
+    lines.append(f"-- mode: {a.mode}" + (f" ({a.semantic_note})" if a.semantic_note else ""))
     lines.extend(_index_lines(a.index))
     return "\n".join(lines)
 
@@ -293,6 +303,9 @@ def _status_text(a: StatusAnswer) -> str:
 
 def _reindex_text(a: ReindexAnswer) -> str:
     lines = [f"reindexed {a.memories} memories from {a.files} files in {a.seconds:.3f}s"]
+    if a.embedded or a.semantic_note:
+        note = f" ({a.semantic_note})" if a.semantic_note else ""
+        lines.append(f"embedded {a.embedded} memories for hybrid search{note}")
     lines += [f"unparseable {u.path}: {u.reason}" for u in a.unparseable]
     if a.verified:
         lines.append(f"verify: {len(a.mismatches)} mismatch(es)")

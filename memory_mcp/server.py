@@ -97,10 +97,20 @@ def build_server(service: MemoryService) -> MCPServer:
         include_deprecated: bool = False,
         store: StoreArg = None,
         scope: ScopeArg = None,
+        mode: Annotated[
+            Literal["auto", "bm25", "hybrid"],
+            Field(
+                description="bm25 = keywords; hybrid = keywords fused with embeddings (when a provider is set up); "
+                "auto = the configured default. The answer says which mode ran."
+            ),
+        ] = "auto",
     ) -> RecallAnswer:
         """Search memories (local and global scopes) and indexed documents in one ranked list; each result
-        cites `path` and `line` (open it with memory_read) and explains its score."""
-        return service.recall(query, limit, type, state, entity, include_deprecated, store=store, scope=scope)
+        cites `path` and `line` (open it with memory_read) and explains its score. Near-duplicates are
+        collapsed into the better-ranked result (`collapsed`)."""
+        return service.recall(
+            query, limit, type, state, entity, include_deprecated, store=store, scope=scope, mode=mode
+        )
 
     @server.tool(title="Read", annotations=read_only)
     @_tool_errors
