@@ -20,7 +20,7 @@ from dataclasses import dataclass, field
 from .dictionary import EntityDictionary
 from .ranking import DEFAULT, RankingConstants
 
-CANDIDATES_PER_LEG = 200
+CANDIDATES_PER_LEG = DEFAULT.candidates_per_leg  # the default; plans use RankingConstants.candidates_per_leg
 MAX_QUERY_CHARS = 2000
 _WORD = re.compile(r"\w+", re.UNICODE)
 _HANGUL = re.compile(r"[\uac00-\ud7a3]")
@@ -40,26 +40,51 @@ _SHORT_STOPWORDS = {
 }  # fmt: skip
 
 
-_COMBINING: dict[int, None] = {}
+_MARKS: list[re.Pattern[str]] = []
+# A run that may need decomposing: anything beyond ASCII and precomposed Hangul syllables.
+_FOLD_RUN = re.compile(r"[^\x00-\x7f\uac00-\ud7a3]+")
+_LOOSE_JAMO = re.compile(r"[\u1160-\u11ff\ud7b0-\ud7ff]")  # vowel/final jamo: may join the syllable before
 
 
-def _combining_marks() -> dict[int, None]:
-    # every code point with a non-zero combining class, as a str.translate table (built once, ~0.1 s)
-    if not _COMBINING:
-        _COMBINING.update({cp: None for cp in range(0x300, 0x110000) if unicodedata.combining(chr(cp))})
-    return _COMBINING
+def _marks() -> re.Pattern[str]:
+    # every code point with a non-zero combining class, as one character class (built once, ~0.1 s)
+    if not _MARKS:
+        cps = [cp for cp in range(0x300, 0x110000) if unicodedata.combining(chr(cp))]
+        ranges: list[tuple[int, int]] = []
+        for cp in cps:
+            if ranges and ranges[-1][1] == cp - 1:
+                ranges[-1] = (ranges[-1][0], cp)
+            else:
+                ranges.append((cp, cp))
+        _MARKS.append(re.compile("[" + "".join(f"\\U{a:08x}-\\U{b:08x}" for a, b in ranges) + "]+"))
+    return _MARKS[0]
+
+
+class _Recompose(Exception):
+    """A loose vowel or final jamo: NFC may merge it with a syllable outside the run, so fold the whole text."""
+
+
+def _fold_run(match: re.Match[str]) -> str:
+    run = unicodedata.normalize("NFKD", match.group())
+    if _LOOSE_JAMO.search(run):
+        raise _Recompose
+    return unicodedata.normalize("NFC", _marks().sub("", run))
 
 
 def fold(text: str) -> str:
     """Case-folded, NFKC, diacritics removed: how both the index and the query compare letters.
 
-    Hangul survives whole: NFKD splits a syllable into conjoining jamo (combining class 0, so kept)
-    and NFC puts it back together. ASCII text takes the fast path (nothing to decompose).
+    Same result as NFKD → drop combining marks → NFC over the whole text, but only the runs that can
+    change are decomposed: ASCII and Hangul syllables (which NFKD would split into jamo and NFC put
+    back) pass through untouched, which keeps recall fast on Korean and English text.
     """
     text = text.casefold()
     if text.isascii():
         return text
-    return unicodedata.normalize("NFC", unicodedata.normalize("NFKD", text).translate(_combining_marks()))
+    try:
+        return _FOLD_RUN.sub(_fold_run, text)
+    except _Recompose:
+        return unicodedata.normalize("NFC", _marks().sub("", unicodedata.normalize("NFKD", text)))
 
 
 _fold_keep_hangul = fold  # kept as a name for callers; fold keeps Hangul syllables whole
@@ -123,15 +148,47 @@ def word_match(terms: list[Term], all_terms: bool) -> str:
     return (" AND " if all_terms else " OR ").join(groups)
 
 
+# Function words of the languages the example store holds (en, es). They still go to the word leg (bm25's
+# IDF already makes them cheap there), but they do not count for coverage and get no trigram expansion:
+# "what did Caroline do" is about Caroline, and a memory without "what" is not a worse answer.
+STOPWORDS = frozenset(
+    """what when where who whom which why how did does do done is are was were be been being the a an of to in
+    on at for with and or but by from about as has have had his her hers their theirs them they he she it its this
+    that these those i you we my your our me us not no can could would should will shall may might than then there
+    here into onto over under up down out off so if just also any some all each other such only own same too very s
+    t que qué cuando cuándo donde dónde quien quién como cómo cual cuál el la los las un una unos unas de del y o en
+    por para con es son fue era su sus lo le les se al""".split()
+)
+
+
 def trigram_match(terms: list[Term], phrase: str) -> str | None:
+    """OR of the whole terms, their stems, their dictionary variants and the phrase: what the leg retrieves."""
     parts = {t.text for t in terms if len(t.text) >= 3}
     parts |= {t.stem for t in terms if len(t.stem) >= 3}
     for t in terms:
         parts |= {v for v in t.variants if len(v) >= 3}
-    folded_phrase = " ".join(_fold_keep_hangul(w) for w in _WORD.findall(phrase))
+    folded_phrase = " ".join(fold(w) for w in _WORD.findall(phrase))
     if len(terms) > 1 and len(folded_phrase) >= 3:
         parts.add(folded_phrase)
     return " OR ".join(_quote(p) for p in sorted(parts)) if parts else None
+
+
+def gram_match(terms: list[Term], phrase: str, gram_min_len: int = DEFAULT.gram_min_len) -> str | None:
+    """The trigram expression plus every trigram of each longer content word: what the leg scores with.
+
+    The trigrams let "painting" meet "painted" and "camping" meet "camp" (bm25 rewards the memory that
+    shares the most of them), which a stemmer would need a rule for in every language. They only score
+    memories another leg found: a nonsense word must not find memories that merely share letters.
+    None when no term is long enough to add anything.
+    """
+    grams: set[str] = set()
+    for t in terms:
+        if len(t.text) >= gram_min_len and t.text not in STOPWORDS:
+            grams |= {t.text[i : i + 3] for i in range(len(t.text) - 2)}
+    if not grams:
+        return None
+    whole = trigram_match(terms, phrase)
+    return " OR ".join(([whole] if whole else []) + [_quote(g) for g in sorted(grams)])
 
 
 def like_terms(terms: list[Term]) -> list[str]:
@@ -217,15 +274,18 @@ def plan_and_fetch(
         return plan
     where, params = filters.sql() if filters is not None else ("", [])
     w_title, w_ent, w_body = k.column_weights
+    depth = max(k.candidates_per_leg, want)
 
-    def run_fts(table: str, expr: str, weights: str) -> list[tuple[int, float]]:
+    def run_fts(table: str, expr: str, weights: str, only: list[int] | None = None) -> list[tuple[int, float]]:
+        # unary + keeps SQLite from handing the rowid list to FTS5, which would re-run the match once per rowid
+        among = f" AND +f.rowid IN ({','.join('?' * len(only))})" if only else ""
         sql = (
             f"SELECT f.rowid, -bm25({table}, {weights}) AS s FROM {table} f "
-            f"JOIN {corpus.rows} m ON m.rowid = f.rowid WHERE {table} MATCH ?{where} "
-            f"ORDER BY s DESC LIMIT {CANDIDATES_PER_LEG}"
+            f"JOIN {corpus.rows} m ON m.rowid = f.rowid WHERE {table} MATCH ?{where}{among} "
+            f"ORDER BY s DESC LIMIT {len(only) if only else depth}"
         )
         try:
-            return [(r[0], r[1]) for r in conn.execute(sql, [expr, *params])]
+            return [(r[0], r[1]) for r in conn.execute(sql, [expr, *params, *(only or [])])]
         except sqlite3.OperationalError:
             return []  # an expression FTS5 still rejects (should not happen: every term is quoted)
 
@@ -245,17 +305,32 @@ def plan_and_fetch(
         plan.legs.append("trigram")
         for rowid, s in run_fts(corpus.trigram, tri_expr, weights):
             plan.candidates.setdefault(rowid, Candidate(rowid)).trigram = max(s, 0.0)
+    gram_expr = gram_match(terms, query, k.gram_min_len)
+    if gram_expr and plan.candidates:
+        # re-score every candidate with the trigram expression widened by word trigrams (retrieves nothing new)
+        plan.legs.append("trigram-grams")
+        for c in plan.candidates.values():
+            c.trigram = 0.0
+        for rowid, s in run_fts(corpus.trigram, gram_expr, weights, only=list(plan.candidates)):
+            plan.candidates[rowid].trigram = max(s, 0.0)
     short = like_terms(terms)
     if short:
         plan.legs.append("like")
         found: dict[int, int] = {}
+        extra_where, extra_params = where, list(params)
+        if len(plan.candidates) >= want:
+            # a full LIKE scan costs O(store) and can flood the ranking with weak hits: once the indexed legs
+            # found as many as asked for, LIKE only scores those (the all-terms → any-term rule again)
+            ids = list(plan.candidates)
+            extra_where += f" AND m.rowid IN ({','.join('?' * len(ids))})"
+            extra_params += ids
         for term in short:
             pattern = "%" + term.replace("\\", "\\\\").replace("%", "\\%").replace("_", "\\_") + "%"
             sql = (
                 f"SELECT m.rowid FROM {corpus.rows} m WHERE (m.title LIKE ? ESCAPE '\\' OR m.body LIKE ? ESCAPE '\\' "
-                f"OR m.entities LIKE ? ESCAPE '\\'){where} LIMIT {CANDIDATES_PER_LEG * 5}"
+                f"OR m.entities LIKE ? ESCAPE '\\'){extra_where} LIMIT {depth * 5}"
             )
-            for (rowid,) in conn.execute(sql, [pattern, pattern, pattern, *params]):
+            for (rowid,) in conn.execute(sql, [pattern, pattern, pattern, *extra_params]):
                 found[rowid] = found.get(rowid, 0) + 1
         for rowid, n in found.items():
             plan.candidates.setdefault(rowid, Candidate(rowid)).like = n / len(short)
@@ -263,6 +338,8 @@ def plan_and_fetch(
 
 
 def coverage(terms: list[Term], folded_text: str) -> float:
+    """Share of the query's content words (stopwords left out unless there is nothing else) in the text."""
+    terms = [t for t in terms if t.text not in STOPWORDS] or terms
     if not terms:
         return 0.0
     found = 0

@@ -1,0 +1,279 @@
+"""Speed of memory-mcp on synthetic stores: cold index, reconcile, recall latency, peak memory.
+
+    python bench/speed.py                      # 1k and 10k memories
+    python bench/speed.py --sizes 1000,10000,50000
+
+For each size a store of synthetic memories is generated (mixed English, Korean and Spanish text built
+from the word lists below, with realistic sizes: a short title, a body of one to six sentences, a few
+long ones, 0-3 entities), then a fresh process measures, through `MemoryService`:
+
+- cold index: the first tool call on a store without an index (parse + index every file), memories/s;
+- no-change reconcile: the reconcile-first step every tool call runs when nothing changed (p50, max);
+- one-file-changed reconcile: the same after one memory file was edited by hand (p50, max);
+- recall p50/p95: `recall(query, limit=10)` with its default `touch=True` (a recall also writes heat),
+  over generated queries of one to four words;
+- peak RSS of the measuring process (ru_maxrss), and the index size on disk.
+
+Every timing is given as wall time and as CPU time of the measuring process (`time.process_time`):
+on a busy machine the wall figures grow with the load, the CPU figures much less.
+
+Each size runs in its own process so the peak RSS belongs to that size alone. Nothing here reads the
+retrieval benchmark data; the text is generated from the word lists in this file.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import random
+import resource
+import shutil
+import statistics
+import subprocess
+import sys
+import tempfile
+import time
+from pathlib import Path
+
+EN = """account address agent alert answer api apple archive backup bank battery billing birthday book branch
+bridge budget bug build cache calendar camera car card cat chart city client cloud coffee config contract cost
+customer dashboard database date deadline deploy design dinner doctor document dog domain draft email error
+event family file flight folder friend garden github guitar health holiday hotel invoice issue job key kitchen
+laptop latency league library license log login market meeting memory menu message migration mobile model
+money monitor mother music network note office order owner package page password payment phone photo plan
+policy price printer project queue quota recipe release report repository request review road room router
+salary schedule school screen script search secret server service session shop sister ski song spreadsheet
+sprint staging storage student subscription summary support table team test ticket timezone token train
+travel trip update upgrade user vacation vendor version video wallet weather website window work year""".split()
+EN_VERBS = """prefers uses wants moved booked fixed deployed asked changed cancelled renewed approved rejected likes
+needs bought sold planned visited called scheduled migrated rotated upgraded reviewed paid lost found""".split()
+ES = """agenda almuerzo amigo año archivo banco biblioteca billete calle cambio casa cena cliente coche
+comida contraseña correo cuenta cumpleaños dato deuda día dinero documento empresa equipo escuela factura
+familia fecha foto gasto guitarra hermana hotel idioma informe jefe libro llave lunes madre mañana médico
+mensaje mercado mesa música noche nota oficina padre pago país pedido película perro playa precio problema
+proyecto prueba pueblo recibo regalo reunión ropa salud semana servidor tarea tarjeta teléfono tienda trabajo
+tren vacaciones venta viaje vuelo""".split()
+ES_VERBS = """prefiere usa quiere cambió reservó pagó canceló compró vendió visitó llamó revisó aprobó necesita
+olvidó encontró""".split()
+KO = """회의 일정 서버 배포 비밀번호 계정 결제 예산 보고서 프로젝트 고객 주문 배송 사무실 출장 항공권 호텔 예약
+가족 어머니 동생 친구 생일 선물 식당 메뉴 커피 점심 저녁 운동 병원 약속 학교 숙제 시험 도서관 책 영화 음악
+기타 여행 휴가 바다 날씨 주말 월요일 금요일 은행 카드 통장 월급 세금 영수증 계약 문서 파일 폴더 백업 데이터
+모델 검색 색인 오류 버그 테스트 릴리스 버전 업데이트 네트워크 라우터 노트북 전화 메시지 이메일 주소 도시 지하철
+버스 자동차 주차 정원 고양이 강아지 요리 레시피 김치 라면 사진 카메라 정책 규칙 보안 인증 토큰 로그""".split()
+KO_PARTICLES = ["은", "는", "이", "가", "을", "를", "에", "에서", "으로", "와", "의", "도", ""]
+KO_ENDINGS = """했다 한다 좋아한다 바꿨다 예약했다 취소했다 샀다 보냈다 확인했다 옮겼다 끝냈다 필요하다""".split()
+ENTITIES = """billing-service atlas-project home-router family-calendar tax-2024 staging-db mobile-app alice bob
+carol dave 김민수 이지은 garcía lópez kitchen-renovation ski-trip""".split()
+TYPES = ["fact", "preference", "decision", "episode", "reference", "knowledge"]
+
+
+def sentence(rng: random.Random, lang: str) -> str:
+    if lang == "ko":
+        words = [rng.choice(KO) + rng.choice(KO_PARTICLES) for _ in range(rng.randint(4, 10))]
+        return " ".join(words) + " " + rng.choice(KO_ENDINGS) + "."
+    nouns, verbs = (EN, EN_VERBS) if lang == "en" else (ES, ES_VERBS)
+    words = [rng.choice(nouns) for _ in range(rng.randint(6, 16))]
+    words.insert(rng.randint(1, 3), rng.choice(verbs))
+    return (" ".join(words)).capitalize() + "."
+
+
+def memory_text(rng: random.Random, lang: str) -> tuple[str, str]:
+    title_words = KO if lang == "ko" else (EN if lang == "en" else ES)
+    title = " ".join(rng.choice(title_words) for _ in range(rng.randint(3, 7)))
+    n = rng.choice([1, 1, 2, 2, 3, 4, 6]) if rng.random() > 0.05 else rng.randint(15, 30)  # 5% long notes
+    return title.capitalize(), " ".join(sentence(rng, lang) for _ in range(n))
+
+
+def generate(root: Path, n: int, seed: int = 42) -> None:
+    """Write n canon files with a plain template (the frontmatter the server itself writes)."""
+    rng = random.Random(seed)
+    mem_dir = root / "memories"
+    mem_dir.mkdir(parents=True, exist_ok=True)
+    for i in range(n):
+        lang = rng.choices(["en", "ko", "es"], weights=[2, 1, 1])[0]
+        title, body = memory_text(rng, lang)
+        ents = rng.sample(ENTITIES, rng.choice([0, 0, 1, 1, 2, 3]))
+        day = f"2025-{rng.randint(1, 12):02d}-{rng.randint(1, 28):02d}T{rng.randint(0, 23):02d}:00:00Z"
+        text = (
+            f"---\nid: S{i:07d}\ntype: {rng.choice(TYPES)}\nstate: active\ntrust: user-stated\n"
+            f"entities: [{', '.join(ents)}]\ncreated: '{day}'\nupdated: '{day}'\n---\n\n# {title}\n\n{body}\n"
+        )
+        (mem_dir / f"m-{i:07d}.md").write_text(text, encoding="utf-8")
+
+
+def queries(n: int, seed: int = 7) -> list[str]:
+    rng = random.Random(seed)
+    out = []
+    for _ in range(n):
+        lang = rng.choices(["en", "ko", "es"], weights=[2, 1, 1])[0]
+        words = KO if lang == "ko" else (EN if lang == "en" else ES)
+        picked = [rng.choice(words) for _ in range(rng.randint(1, 4))]
+        if lang == "ko":
+            picked = [w + rng.choice(KO_PARTICLES) for w in picked]
+        out.append(" ".join(picked))
+    return out
+
+
+def pct(values: list[float], p: float) -> float:
+    values = sorted(values)
+    return values[min(len(values) - 1, int(len(values) * p))]
+
+
+def measure(root: Path, n_queries: int) -> dict:
+    from memory_mcp.service import MemoryService
+
+    service = MemoryService(root)
+    session = service.session()
+    t0, c0 = time.perf_counter(), time.process_time()
+    with session.transaction() as report:
+        pass
+    cold, cold_cpu = time.perf_counter() - t0, time.process_time() - c0
+    indexed = report.reindexed
+    nochange, nochange_cpu = [], []
+    for _ in range(30):
+        t0, c0 = time.perf_counter(), time.process_time()
+        with session.transaction():
+            pass
+        nochange.append((time.perf_counter() - t0) * 1000)
+        nochange_cpu.append((time.process_time() - c0) * 1000)
+    files = sorted((root / "memories").glob("*.md"))
+    rng = random.Random(3)
+    changed, changed_cpu = [], []
+    for i in range(15):
+        path = rng.choice(files)
+        path.write_text(path.read_text(encoding="utf-8") + f"\nEdited by hand, pass {i}.\n", encoding="utf-8")
+        t0, c0 = time.perf_counter(), time.process_time()
+        with session.transaction() as report:
+            pass
+        changed.append((time.perf_counter() - t0) * 1000)
+        changed_cpu.append((time.process_time() - c0) * 1000)
+        if report.reindexed < 1:
+            raise SystemExit("the edited file was not re-indexed")
+        time.sleep(0.06)  # past the racy window, so the next pass trusts the stat again
+    with session.transaction():
+        pass  # settle the last edit
+    lat, lat_cpu = [], []
+    hits = 0
+    for q in queries(n_queries):
+        t0, c0 = time.perf_counter(), time.process_time()
+        answer = service.recall(q, limit=10)
+        lat.append((time.perf_counter() - t0) * 1000)
+        lat_cpu.append((time.process_time() - c0) * 1000)
+        hits += bool(answer.results)
+    db = sum(p.stat().st_size for p in (root / ".index").glob("index.sqlite3*"))
+    service.close()
+    return {
+        "memories": len(files),
+        "indexed": indexed,
+        "cold_index_s": round(cold, 3),
+        "cold_memories_per_s": round(len(files) / cold),
+        "cold_cpu_memories_per_s": round(len(files) / cold_cpu),
+        "nochange_p50_ms": round(statistics.median(nochange), 2),
+        "nochange_max_ms": round(max(nochange), 2),
+        "nochange_cpu_p50_ms": round(statistics.median(nochange_cpu), 2),
+        "onechange_p50_ms": round(statistics.median(changed), 2),
+        "onechange_max_ms": round(max(changed), 2),
+        "onechange_cpu_p50_ms": round(statistics.median(changed_cpu), 2),
+        "recall_p50_ms": round(statistics.median(lat), 2),
+        "recall_p95_ms": round(pct(lat, 0.95), 2),
+        "recall_cpu_p50_ms": round(statistics.median(lat_cpu), 2),
+        "recall_cpu_p95_ms": round(pct(lat_cpu, 0.95), 2),
+        "recall_with_results": f"{hits}/{len(lat)}",
+        "peak_rss_mb": round(resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024, 1),
+        "index_mb": round(db / 1e6, 1),
+    }
+
+
+TARGETS = {
+    "cold_memories_per_s": (">=", 2000),
+    "nochange_p50_ms": ("<=", 50),  # target stated at 10k files
+    "nochange_cpu_p50_ms": ("<=", 50),
+    "recall_p95_ms": ("<=", 20),  # target stated at 10k memories
+    "recall_cpu_p95_ms": ("<=", 20),
+    "cold_cpu_memories_per_s": (">=", 2000),
+}
+
+
+def print_table(rows: list[dict]) -> None:
+    cols = [
+        ("memories", "memories"),
+        ("cold_index_s", "cold s"),
+        ("cold_memories_per_s", "cold mem/s"),
+        ("cold_cpu_memories_per_s", "(CPU)"),
+        ("nochange_p50_ms", "no-change p50 ms"),
+        ("nochange_max_ms", "max"),
+        ("nochange_cpu_p50_ms", "(CPU p50)"),
+        ("onechange_p50_ms", "1-changed p50 ms"),
+        ("onechange_max_ms", "max"),
+        ("onechange_cpu_p50_ms", "(CPU p50)"),
+        ("recall_p50_ms", "recall p50 ms"),
+        ("recall_p95_ms", "p95"),
+        ("recall_cpu_p50_ms", "(CPU p50)"),
+        ("recall_cpu_p95_ms", "(CPU p95)"),
+        ("peak_rss_mb", "peak RSS MB"),
+        ("index_mb", "index MB"),
+    ]
+    print("\n| " + " | ".join(c[1] for c in cols) + " |")
+    print("|" + "---|" * len(cols))
+    for r in rows:
+        print("| " + " | ".join(f"{r[k]:,}" if isinstance(r[k], int) else str(r[k]) for k, _ in cols) + " |")
+    ten = next((r for r in rows if r["memories"] == 10_000), None)
+    if ten:
+        print("\ntargets at 10k memories:")
+        for key, (op, goal) in TARGETS.items():
+            ok = ten[key] >= goal if op == ">=" else ten[key] <= goal
+            print(f"  {key} {ten[key]} {op} {goal}: {'met' if ok else 'MISSED'}")
+    if len(rows) > 1:
+        a, b = rows[0], rows[-1]
+        scale = b["memories"] / a["memories"]
+        print(f"\ngrowth {a['memories']:,} -> {b['memories']:,} memories (x{scale:g}):")
+        for key in ("cold_index_s", "nochange_p50_ms", "onechange_p50_ms", "recall_p50_ms", "recall_p95_ms"):
+            print(f"  {key}: x{b[key] / a[key]:.1f}" if a[key] else f"  {key}: -")
+
+
+def main(argv: list[str] | None = None) -> int:
+    p = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    p.add_argument("--sizes", default="1000,10000", help="comma-separated store sizes (50000 takes minutes)")
+    p.add_argument("--queries", type=int, default=300, help="recall queries per size")
+    p.add_argument("--work", type=Path, help="work folder (default: a temp folder, removed afterwards)")
+    p.add_argument("--json", type=Path, help="write the figures as JSON here")
+    p.add_argument("--worker", type=Path, help=argparse.SUPPRESS)
+    p.add_argument("--generate", type=int, help=argparse.SUPPRESS)
+    args = p.parse_args(argv)
+    if args.generate is not None:
+        generate(args.worker, args.generate)
+        return 0
+    if args.worker is not None:
+        print(json.dumps(measure(args.worker, args.queries)))
+        return 0
+    sizes = [int(s) for s in args.sizes.split(",") if s.strip()]
+    work = args.work or Path(tempfile.mkdtemp(prefix="memory-mcp-speed-"))
+    rows = []
+    started = time.perf_counter()
+    try:
+        for n in sizes:
+            root = work / f"store-{n}"
+            if root.exists():
+                shutil.rmtree(root)
+            t0 = time.perf_counter()
+            me = [sys.executable, os.path.abspath(__file__), "--worker", str(root)]
+            subprocess.run([*me, "--generate", str(n)], check=True)
+            gen_s = time.perf_counter() - t0
+            out = subprocess.run([*me, "--queries", str(args.queries)], check=True, capture_output=True, text=True)
+            row = json.loads(out.stdout.strip().splitlines()[-1])
+            row["generate_s"] = round(gen_s, 1)
+            rows.append(row)
+            print(json.dumps(row), flush=True)
+    finally:
+        if args.work is None:
+            shutil.rmtree(work, ignore_errors=True)
+    print_table(rows)
+    print(f"\ntotal {time.perf_counter() - started:.0f} s (nproc {os.cpu_count()})")
+    if args.json:
+        args.json.write_text(json.dumps(rows, indent=2), encoding="utf-8")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
