@@ -15,8 +15,10 @@ from __future__ import annotations
 import json
 import os
 import random
+import shutil
 import string
 import tempfile
+from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
@@ -221,6 +223,13 @@ def test_parse_answers_or_refuses_with_a_reason_long(data: bytes) -> None:
 # ---------------------------------------------------------------- property: rewrites keep everything
 
 _SCRATCH = Path(tempfile.mkdtemp(prefix="memory-mcp-hostile-"))
+
+
+@pytest.fixture(scope="module", autouse=True)
+def _remove_scratch() -> Iterator[None]:
+    # hypothesis runs each example many times inside one test: no per-test tmp_path, one scratch dir
+    yield
+    shutil.rmtree(_SCRATCH, ignore_errors=True)
 
 
 def _rewrite_keeps_the_rest(data: bytes) -> None:
