@@ -291,7 +291,7 @@ def _status_text(a: StatusAnswer) -> str:
         f"  by state: {a.by_state}",
         f"  by type:  {a.by_type}",
         f"  by trust: {a.by_trust}",
-        f"  unresolved conflicts: {len(a.unresolved_conflicts)}",
+        f"  unresolved conflicts: {a.unresolved_conflicts_total}",
         f"  review due: {len(a.review_due)}",
         f"  compaction candidates: {len(a.compaction_candidates)}",
         f"  unparseable: {len(a.unparseable)}",

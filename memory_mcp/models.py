@@ -157,7 +157,10 @@ class IndexReport(BaseModel):
     reconcile: ReconcileReport = Field(description="Summed over every scope this call reconciled.")
     scopes: list[ScopeReport] = Field(default_factory=list)
     unparseable: list[Unparseable] = Field(default_factory=list)
-    unresolved_conflicts: list[ConflictSummary] = Field(default_factory=list)
+    unresolved_conflicts: list[ConflictSummary] = Field(
+        default_factory=list, description="The oldest open conflicts, at most 10 per scope (see the total)."
+    )
+    unresolved_conflicts_total: int = 0
     documents: DocumentsReport | None = None
 
 
@@ -255,6 +258,7 @@ class ChainLink(BaseModel):
 class ConflictHistoryEntry(BaseModel):
     pair_hash: str
     other_id: str
+    other_title: str | None = None
     status: str
     detected: str
     resolution: str | None = None
@@ -384,7 +388,8 @@ class StatusAnswer(BaseModel):
     by_state: dict[str, int]
     by_type: dict[str, int]
     by_trust: dict[str, int]
-    unresolved_conflicts: list[ConflictSummary]
+    unresolved_conflicts: list[ConflictSummary] = Field(description="The oldest open conflicts, at most 200.")
+    unresolved_conflicts_total: int = 0
     review_due: list[ReviewDue]
     compaction_candidates: list[CompactionCandidate]
     unparseable: list[Unparseable]

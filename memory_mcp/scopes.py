@@ -126,6 +126,9 @@ def merged_report(opened: list[Opened]) -> IndexReport:
         for field in ("scanned", "hashed", "reindexed", "removed", "unparseable"):
             setattr(total, field, getattr(total, field) + getattr(r.reconcile, field))
         total.seconds += r.reconcile.seconds
+        if r.reconcile.index_in_memory:
+            reason = f"{r.scopes[0].scope}: {r.reconcile.index_in_memory}"
+            total.index_in_memory = f"{total.index_in_memory}; {reason}" if total.index_in_memory else reason
         if r.reconcile.rebuilt:
             total.rebuilt = True
             reason = f"{r.scopes[0].scope}: {r.reconcile.rebuild_reason}"
@@ -136,5 +139,6 @@ def merged_report(opened: list[Opened]) -> IndexReport:
         scopes=[s for r in reports for s in r.scopes],
         unparseable=[u for r in reports for u in r.unparseable],
         unresolved_conflicts=[c for r in reports for c in r.unresolved_conflicts],
+        unresolved_conflicts_total=sum(r.unresolved_conflicts_total for r in reports),
         documents=next((r.documents for r in reports if r.documents is not None), None),
     )

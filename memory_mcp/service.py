@@ -788,14 +788,16 @@ class MemoryService:
     @staticmethod
     def _conflict_history(s: StoreSession, mem_id: str) -> list[ConflictHistoryEntry]:
         rows = s.conn.execute(
-            "SELECT pair_hash, a_id, b_id, status, detected, resolution, resolved, note FROM conflicts "
-            "WHERE a_id = ? OR b_id = ? ORDER BY detected",
-            (mem_id, mem_id),
+            "SELECT c.pair_hash, c.a_id, c.b_id, c.status, c.detected, c.resolution, c.resolved, c.note, m.title "
+            "FROM conflicts c LEFT JOIN memories m ON m.id = (CASE WHEN c.a_id = ? THEN c.b_id ELSE c.a_id END) "
+            "WHERE c.a_id = ? OR c.b_id = ? ORDER BY c.detected",
+            (mem_id, mem_id, mem_id),
         )
         return [
             ConflictHistoryEntry(
                 pair_hash=r[0],
                 other_id=r[2] if r[1] == mem_id else r[1],
+                other_title=r[8],
                 status=r[3],
                 detected=r[4],
                 resolution=r[5],
@@ -1212,6 +1214,7 @@ class MemoryService:
                 by_type=by["type"],
                 by_trust=by["trust"],
                 unresolved_conflicts=s.open_conflicts(),
+                unresolved_conflicts_total=s.count_open_conflicts(),
                 review_due=review,
                 compaction_candidates=self._compaction(s),
                 unparseable=[u.model_copy(update={"scope": s.scope}) for u in unparseable_files(conn)],

@@ -29,6 +29,10 @@ from .storelock import StoreLock
 _TRANSIENT_SQLITE = ("SQLITE_BUSY", "SQLITE_LOCKED", "SQLITE_INTERRUPT", "SQLITE_NOMEM")
 
 
+# every answer's index report lists at most this many open conflicts per scope, with the total beside it
+REPORTED_CONFLICTS = 10
+
+
 class StoreSession:
     def __init__(
         self, store: Store, scope: str = "global", sources: Sequence[DocumentSource] = (), chunk_chars: int = 1200
@@ -302,18 +306,24 @@ class StoreSession:
             reconcile=report,
             scopes=[ScopeReport(scope=self.scope, store=self.store.name, root=str(self.store.root), reconcile=report)],
             unparseable=[u.model_copy(update={"scope": self.scope}) for u in unparseable_files(self.conn)],
-            unresolved_conflicts=self.open_conflicts(),
+            unresolved_conflicts=self.open_conflicts(limit=REPORTED_CONFLICTS),
+            unresolved_conflicts_total=self.count_open_conflicts(),
             documents=self.last_documents if self.sources or self.last_documents.removed else None,
         )
 
-    def open_conflicts(self) -> list[ConflictSummary]:
+    def count_open_conflicts(self) -> int:
+        return self.conn.execute("SELECT count(*) FROM conflicts WHERE status = 'open'").fetchone()[0]
+
+    def open_conflicts(self, limit: int = 200) -> list[ConflictSummary]:
+        """The oldest open conflicts (a store can hold thousands; every answer lists only a few)."""
         rows = self.conn.execute(
             """SELECT c.pair_hash, c.a_id, c.b_id, c.detected,
                       coalesce(a.title, '(missing)'), coalesce(b.title, '(missing)')
                FROM conflicts c
                LEFT JOIN memories a ON a.id = c.a_id
                LEFT JOIN memories b ON b.id = c.b_id
-               WHERE c.status = 'open' ORDER BY c.detected"""
+               WHERE c.status = 'open' ORDER BY c.detected, c.pair_hash LIMIT ?""",
+            (limit,),
         )
         return [
             ConflictSummary(

@@ -610,8 +610,8 @@ def _item(
 
 def _index_notices(ctx: Ctx, index: Any) -> str:
     parts = []
-    if index.unresolved_conflicts:
-        n = len(index.unresolved_conflicts)
+    if index.unresolved_conflicts_total:
+        n = index.unresolved_conflicts_total
         parts.append(f"{n} unresolved conflict{'s' if n != 1 else ''}")
     if index.unparseable:
         n = len(index.unparseable)
@@ -661,13 +661,11 @@ def _memory_body(ctx: Ctx, m: EditableMemory, read: ReadAnswer) -> str:
             '<section class="card"><h2>Supersede chain</h2><p class="muted">oldest first</p>'
             f'<ol class="chain">{"".join(f"<li>{s}</li>" for s in steps)}</ol></section>'
         )
-    titles = {c.a_id: c.a_title for c in read.index.unresolved_conflicts}
-    titles.update({c.b_id: c.b_title for c in read.index.unresolved_conflicts})
     conflicts = ""
     if read.conflicts:
         items = []
         for c in read.conflicts:
-            other = f'<a href="{esc(_memory_href(ctx, c.other_id))}">{esc(titles.get(c.other_id, c.other_id))}</a>'
+            other = f'<a href="{esc(_memory_href(ctx, c.other_id))}">{esc(c.other_title or c.other_id)}</a>'
             head = f'{_badge("conflict", c.status)} with {other} <span class="muted">detected {esc(_day(c.detected))} · pair {esc(c.pair_hash)}</span>'
             if c.status == "open":
                 resolve = f"""<form method="post" action="{esc(base)}/resolve" class="resolve">{ctx.hidden()}
