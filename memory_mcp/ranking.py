@@ -35,7 +35,7 @@ class RankingConstants:
     # query planner: rows each indexed leg (word, trigram) returns, best bm25 first; measured on LoCoMo and
     # KorQuAD, 60 finds what 200 found (top-20 differ by <0.5 points) at a third of the ranking work
     candidates_per_leg: int = 60
-    # words this long or longer (and not stopwords) also search by each of their trigrams
+    # words this long or longer (and not stopwords) also score by each of their trigrams (re-scoring only)
     gram_min_len: int = 4
 
 
