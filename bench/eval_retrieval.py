@@ -15,9 +15,9 @@ What it does, for each dataset:
 3. builds each index (`MemoryService.reindex`) and runs every query through the real
    `MemoryService.recall(query, limit=20, store=..., touch=False)`. `touch=False` keeps recall counts
    ("heat", a ranking input) unchanged, so one query cannot move another's results;
-4. writes the run files and scores them, with the plain baselines and (when `--basic-memory-python`
-   is given and works) basic-memory's own search, through the shared scorer
+4. writes the run files and scores them, with the plain baselines, through the shared scorer
    `baseline_bm25.py --run NAME=PATH`, so every system is scored by the same code.
+   (basic-memory is not driven here yet: see docs/benchmarks.md.)
 
 The baselines are produced by the shared `baseline_bm25.py` itself; `rank_bm25`/`bm25s` engines
 are run only when the `--baseline-python` interpreter has those packages, `fts5` always.
@@ -212,19 +212,6 @@ def run_baselines(python: str, bench: Path, dataset: str, corpus: Path, queries:
     return out
 
 
-def run_basic_memory(python: str, corpus: Path, queries: Path, work: Path, max_queries: int) -> SystemRun | None:
-    driver = Path(__file__).with_name("basic_memory_driver.py")
-    path = work / "run-basic-memory.jsonl"
-    cmd = [python, str(driver), "--corpus", str(corpus), "--queries", str(queries), "--work", str(work / "bm")]
-    cmd += ["--out", str(path), "--limit", str(DEPTH), "--max-queries", str(max_queries)]
-    proc = subprocess.run(cmd, capture_output=True, text=True)
-    sys.stdout.write(proc.stdout)
-    if proc.returncode != 0:
-        log(f"  basic-memory: failed (exit {proc.returncode}): {proc.stderr.strip().splitlines()[-3:]}")
-        return None
-    return SystemRun("basic-memory", path)
-
-
 def score(
     python: str, bench: Path, corpus: Path, queries: Path, runs: list[SystemRun], report: Path, show: bool
 ) -> dict:
@@ -269,8 +256,6 @@ def main(argv: list[str] | None = None) -> int:
     )
     p.add_argument("--no-baselines", action="store_true", help="score memory-mcp against the fts5 reference only")
     p.add_argument("--untitled", action="store_true", help="also run memory-mcp with titles left out (body only)")
-    p.add_argument("--basic-memory-python", help="interpreter of a venv with basic-memory installed (optional)")
-    p.add_argument("--basic-memory-max-queries", type=int, default=0, help="0 = all queries")
     p.add_argument("--full-tables", action="store_true", help="also print the scorer's own full tables")
     p.add_argument("--json", type=Path, help="write every figure (metrics and timings) as JSON here")
     args = p.parse_args(argv)
@@ -302,10 +287,6 @@ def main(argv: list[str] | None = None) -> int:
                 runs.append(run)
                 timings[name] = timing
                 log(f"  {name}: " + ", ".join(f"{k}={v}" for k, v in timing.items()))
-            if args.basic_memory_python:
-                bm = run_basic_memory(args.basic_memory_python, corpus, queries, dwork, args.basic_memory_max_queries)
-                if bm is not None:
-                    runs.append(bm)
             if not args.no_baselines:
                 runs += run_baselines(args.baseline_python, bench, dataset, corpus, queries, dwork)
             figures = score(args.baseline_python, bench, corpus, queries, runs, dwork / "scores.json", args.full_tables)
