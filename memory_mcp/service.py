@@ -181,6 +181,11 @@ def _check_date(value: str | None, name: str) -> str | None:
         raise InputError(f"{name}: '{value}' is not a date (YYYY-MM-DD)") from None
 
 
+def _key(scope: str, result_id: str) -> str:
+    """A result's identity across scopes (the same id may exist in both)."""
+    return f"{scope}\x00{result_id}"
+
+
 def _is_memory_path(path: str) -> bool:
     return Path(path).parts[:1] == ("memories",)
 
@@ -443,7 +448,7 @@ class MemoryService:
             if mode == "hybrid" or (mode == "auto" and self.semantic.config.auto_hybrid):
                 if self.semantic.available():
                     try:
-                        ranked, pending = self._hybrid(pools, query)
+                        ranked, pending = self._hybrid(pools, query, limit * 3 + 10)
                         ran = "hybrid"
                     except sem.SemanticUnavailable as exc:
                         note = f"hybrid unavailable ({exc}); answered with bm25"
@@ -473,13 +478,12 @@ class MemoryService:
                 collapsed=collapsed,
             )
 
-    def _hybrid(self, pools: list[_Pool], query: str) -> tuple[list[RecallResult], int]:
-        """Keyword ranking and cosine ranking of the memories, fused by RRF; raises SemanticUnavailable.
+    def _hybrid(self, pools: list[_Pool], query: str, want: int) -> tuple[list[RecallResult], int]:
+        """Keyword ranking and cosine ranking, fused by RRF (the best `want`); raises SemanticUnavailable.
 
         The query is embedded first and missing vectors are filled (at most `embed_per_recall` per store),
-        so a provider failure is known before anything is changed. Memories the cosine leg ranks but the
-        keyword legs did not find join their pool as zero-score candidates, so they are scored and cited
-        exactly like keyword results (their keyword score is 0; `fused` orders them).
+        so a provider failure is known before anything is changed. A memory only the cosine leg found is
+        scored and cited like a keyword result (keyword score 0); `fused` orders the list.
         """
         cfg, name = self.semantic.config, self.semantic.name
         qvec = self.semantic.embed_query(query)
@@ -490,37 +494,39 @@ class MemoryService:
             if cfg.embed_per_recall:
                 self.semantic.fill(conn, cfg.embed_per_recall)
             pending += sem.pending_count(conn, name)
-        cos_rank: list[tuple[float, str, str]] = []  # (cosine, scope, id)
-        cos_of: dict[tuple[str, str], float] = {}
-        cosine_only: set[tuple[str, str]] = set()  # not found by any keyword leg: no keyword rank
+        ranked = self._rank(pools, sem.UNLIMITED)  # keyword candidates (memories and documents)
+        kw_keys = [_key(r.scope, r.id) for r in ranked[: cfg.depth]]
         states = self.ranking.state
+        cos: list[tuple[float, float, _Pool, int, str]] = []  # (order value, cosine, pool, rowid, memory id)
         for pool in mem_pools:
             where, params = pool.filters.sql() if pool.filters is not None else ("", [])
             # archived and deprecated order below active in the cosine leg too (trust is left to the keyword leg)
-            for rowid, mem_id, c in sem.cosine_rank(
+            for rowid, mem_id, c, w in sem.cosine_rank(
                 pool.session.conn, name, qvec, where, params, lambda st: states.get(st, 1.0), cfg.depth
             ):
-                if rowid not in pool.plan.candidates:
-                    pool.plan.candidates[rowid] = Candidate(rowid)
-                    cosine_only.add((pool.scope, mem_id))
-                cos_rank.append((c, pool.scope, mem_id))
-                cos_of[(pool.scope, mem_id)] = c
-        ranked = self._rank(pools, sem.UNLIMITED)
-        keyword = [r for r in ranked if (r.scope, r.id) not in cosine_only]
-        kw_keys = [f"{r.scope}\x00{r.id}" for r in keyword[: cfg.depth]]
-        cos_rank.sort(key=lambda x: -x[0])
-        cos_keys = [f"{s}\x00{i}" for _, s, i in cos_rank[: cfg.depth]]
-        fused = sem.rrf([kw_keys, cos_keys], cfg.rrf_k)
+                cos.append((w, c, pool, rowid, mem_id))
+        cos.sort(key=lambda x: (-x[0], x[4]))
+        cos = cos[: cfg.depth]
+        cos_of = {_key(p.scope, i): c for _, c, p, _, i in cos}
+        fused = sem.rrf([kw_keys, [_key(p.scope, i) for _, _, p, _, i in cos]], cfg.rrf_k)
         kw_pos = {k: n for n, k in enumerate(kw_keys)}
+        order = sorted(fused, key=lambda k: (-fused[k], kw_pos.get(k, len(kw_pos)), k))[:want]
+        # results for memories only the cosine leg found, built only for those that can be shown
+        by_key = {_key(r.scope, r.id): r for r in ranked}
+        missing = {k for k in order if k not in by_key}
+        if missing:
+            extra = []
+            for p in mem_pools:
+                found = {rowid: Candidate(rowid) for _, _, q, rowid, i in cos if q is p and _key(p.scope, i) in missing}
+                if found:
+                    extra.append(_Pool(p.scope, p.session, MEMORIES, Plan(p.plan.terms, p.plan.legs, found), p.filters))
+            by_key.update((_key(r.scope, r.id), r) for r in self._rank(extra, sem.UNLIMITED))
         out = []
-        for r in ranked:
-            key = f"{r.scope}\x00{r.id}"
-            if key not in fused:
-                continue
-            r.fused = round(fused[key], 6)
-            r.cosine = round(cos_of[(r.scope, r.id)], 4) if (r.scope, r.id) in cos_of else None
+        for k in order:
+            r = by_key[k]
+            r.fused = round(fused[k], 6)
+            r.cosine = round(cos_of[k], 4) if k in cos_of else None
             out.append(r)
-        out.sort(key=lambda r: (-(r.fused or 0.0), kw_pos.get(f"{r.scope}\x00{r.id}", len(kw_pos)), r.id))
         return out, pending
 
     def _collapse(
@@ -531,7 +537,7 @@ class MemoryService:
         if self.collapse_jaccard is None:
             return ranked[:limit], []
         sessions = {p.scope: p.session for p in pools if p.corpus is MEMORIES}
-        window = limit * 2 + 10
+        window = limit + 5
         while True:
             head = ranked[:window]
             cands = self._dup_candidates(sessions, head, with_vectors)
@@ -540,7 +546,7 @@ class MemoryService:
             if len(done.kept) >= limit or window >= len(ranked):
                 break
             window *= 2
-        by_key = {f"{r.scope}\x00{r.id}": r for r in head}
+        by_key = {_key(r.scope, r.id): r for r in head}
         results = [by_key[k] for k in done.kept]
         collapsed = [
             CollapsedResult(kept_id=by_key[k].id, dropped_id=by_key[d].id, reason=why) for k, d, why in done.dropped
@@ -570,14 +576,14 @@ class MemoryService:
                         vecs[(sc, mid)] = got[t[2]]
         out = []
         for r in results:
-            key = f"{r.scope}\x00{r.id}"
+            key = _key(r.scope, r.id)
             t = texts.get((r.scope, r.id)) if r.kind == "memory" else None
             if t is None:  # a document chunk (or a row gone meanwhile): unique, never collapsed
                 out.append(sem.DupCandidate(key, "\x00" + key, frozenset()))
                 continue
-            text = f"{t[0]}\n{t[1]}"
-            vec = vecs.get((r.scope, r.id))
-            out.append(sem.DupCandidate(key, canon.normalised_text(t[0], t[1]), sem.words(text, fold), vec))
+            blob = vecs.get((r.scope, r.id))
+            vec = sem.unpack(blob) if blob is not None else None
+            out.append(sem.DupCandidate(key, t[2], sem.words(f"{t[0]}\n{t[1]}"), vec))
         return out
 
     def _rank(self, pools: list[_Pool], limit: int) -> list[RecallResult]:

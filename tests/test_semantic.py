@@ -96,6 +96,28 @@ def test_packed_vectors_are_normalised_float32() -> None:
     assert sem.cosine(sem.pack([1, 0]), sem.pack([1, 1])) == pytest.approx(1 / math.sqrt(2), rel=1e-6)
 
 
+def test_cosine_rank_without_numpy_matches_numpy(monkeypatch: pytest.MonkeyPatch) -> None:
+    conn = sqlite3.connect(":memory:")
+    conn.execute("CREATE TABLE memories (rowid INTEGER PRIMARY KEY, id TEXT, state TEXT, norm_hash TEXT)")
+    texts = {
+        "a": "the car is red",
+        "b": "automobile parts",
+        "c": "pasta with garlic",
+        "d": "car, vehicle, automobile: parked",
+    }
+    for n, (mem_id, text) in enumerate(texts.items(), 1):
+        conn.execute("INSERT INTO memories VALUES (?,?,?,?)", (n, mem_id, "active", f"h{n}"))
+        sem.store_vectors(conn, "fake", [(f"h{n}", bag_of_words(text))])
+    q = bag_of_words("car")
+    first = sem.cosine_rank(conn, "fake", q)
+    monkeypatch.setitem(sys.modules, "numpy", None)  # `import numpy` now fails: the plain-Python path
+    second = sem.cosine_rank(conn, "fake", q)
+    assert [(r, i) for r, i, _, _ in first] == [(r, i) for r, i, _, _ in second]
+    assert [c for _, _, c, _ in first] == pytest.approx([c for _, _, c, _ in second], rel=1e-5)
+    assert {i for _, i, _, _ in first} == {"a", "b", "d"}  # pasta shares nothing with "car": not ranked
+    assert first[0][1] == "d"  # three vehicle words in four
+
+
 # ---------------------------------------------------------------- the provider interface through the service
 
 
@@ -454,7 +476,7 @@ def test_cosine_collapses_rewordings_in_hybrid_mode(tmp_path: Path) -> None:
 
 def test_collapse_function_reasons_and_min_words() -> None:
     def cand(i: str, text: str) -> sem.DupCandidate:
-        return sem.DupCandidate(i, " ".join(text.lower().split()), sem.words(text))
+        return sem.DupCandidate(i, " ".join(text.lower().split()), sem.words(text))  # `same`: normalised text
 
     out = sem.collapse(
         [cand("1", "ok"), cand("2", "OK"), cand("3", "ok then"), cand("4", "fine ok then")], jaccard_min=0.5
