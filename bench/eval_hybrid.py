@@ -133,6 +133,7 @@ def run_dataset(
         ("hybrid", service, "hybrid"),
         ("hybrid-nocollapse", plain, "hybrid"),
     ]
+    variants = [v for v in variants if v[0] in args.runs.split(",")]
     for name, svc, mode in variants:
         rows, lat, collapsed, fell_back = [], [], 0, 0
         for q in queries:
@@ -196,6 +197,7 @@ def main(argv: list[str] | None = None) -> int:
     p.add_argument("--ollama-model", default=sem.DEFAULT_OLLAMA_MODEL)
     p.add_argument("--rrf-k", type=int, default=sem.RRF_K)
     p.add_argument("--fusion-depth", type=int, default=100, help="results of each ranking that enter the fusion")
+    p.add_argument("--runs", default="bm25,bm25-nocollapse,hybrid,hybrid-nocollapse", help="which runs")
     p.add_argument("--max-queries", type=int, default=0, help="score an evenly spread sample (0 = all)")
     p.add_argument("--work", type=Path, help="work folder outside the repository (default: a temp folder)")
     p.add_argument("--keep", action="store_true", help="keep the work folder")
