@@ -130,7 +130,7 @@ SETTINGS: tuple[Setting, ...] = (
     ),
     _i("semantic.rrf_k", 60, 1, 100_000, "Reciprocal Rank Fusion constant: score = sum of 1/(k + rank)"),
     _i("semantic.depth", 100, 1, 10_000, "how many results of each ranking (keyword, cosine) enter the fusion"),
-    _i("semantic.embed_per_recall", 32, 0, 100_000, "most memories one recall embeds (memory_reindex embeds all)"),
+    _i("semantic.embed_per_recall", 8, 0, 100_000, "most memories one recall embeds (memory_reindex embeds all)"),
     _f("semantic.collapse_cosine", 0.97, 0.0, 1.0, "cosine at which two results are the same statement (hybrid)"),
 )
 
