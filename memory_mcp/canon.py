@@ -25,6 +25,7 @@ from ruamel.yaml.comments import CommentedMap, CommentedSeq
 from ruamel.yaml.error import YAMLError
 from ruamel.yaml.nodes import MappingNode, Node, SequenceNode
 
+from . import fastyaml
 from .models import ConflictRecord, Memory, MemoryType, State, Trust
 
 MAX_FILE_BYTES = 1024 * 1024
@@ -238,16 +239,31 @@ def to_plain(value: Any) -> Any:
     return str(value)
 
 
-def split(text: str) -> tuple[CommentedMap, str, int]:
-    """Frontmatter map, the content after it, and the 1-based line the content starts on."""
+def split(text: str, *, round_trip: bool = True) -> tuple[dict[str, Any], str, int]:
+    """Frontmatter map, the content after it, and the 1-based line the content starts on.
+
+    `round_trip=True` gives ruamel's CommentedMap, which a rewrite needs to keep comments and order;
+    reading only (`False`) takes libyaml's fast path when the text allows it (same values, see fastyaml).
+    """
     if not HANDLER.detect(text):
         return CommentedMap(), text, 1
     try:
         fm, content = HANDLER.split(text)
     except ValueError:
         raise CanonError("frontmatter is not closed with '---'") from None
-    meta = HANDLER.load(fm)
+    meta = None if round_trip else _read_fast(fm)
+    if meta is None:
+        meta = HANDLER.load(fm)
     return meta, content, text[: len(text) - len(content)].count("\n") + 1
+
+
+def _read_fast(fm: str) -> dict[str, Any] | None:
+    if len(fm.encode("utf-8")) > MAX_FRONTMATTER_BYTES:
+        return None  # the round-trip loader gives the reason
+    meta = fastyaml.load(fm)
+    if meta is not None:
+        _check_unicode(meta)
+    return meta
 
 
 def decode(data: bytes) -> str:
@@ -265,7 +281,7 @@ def parse(data: bytes, fallback_title: str, fallback_time: str) -> Memory:
     """Parse one canon file's bytes into a Memory, or raise CanonError with the reason."""
     if len(data) > MAX_FILE_BYTES:
         raise CanonError(f"file larger than {MAX_FILE_BYTES} bytes")
-    meta, content, content_line = split(decode(data))
+    meta, content, content_line = split(decode(data), round_trip=False)
     raw_id = meta.get("id")
     if raw_id is None or str(raw_id).strip() == "":
         raise CanonError("missing id in frontmatter")
@@ -336,7 +352,7 @@ def _conflicts(value: Any) -> list[ConflictRecord]:
 
 
 def read_frontmatter(path: Path) -> dict[str, Any]:
-    meta, _, _ = split(decode(path.read_bytes()))
+    meta, _, _ = split(decode(path.read_bytes()), round_trip=False)
     return to_plain(dict(meta))
 
 
