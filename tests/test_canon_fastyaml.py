@@ -129,7 +129,12 @@ def test_fast_reader_declines_what_only_the_round_trip_loader_may_judge(text: st
 
 def test_server_written_and_example_files_take_the_fast_path_with_identical_memories() -> None:
     written = canon.render_new(
-        {"id": "01J8ZQ3V6W0000000000000000", "type": "fact", "entities": ["alice", "김민수"], "created": canon.now_iso()},
+        {
+            "id": "01J8ZQ3V6W0000000000000000",
+            "type": "fact",
+            "entities": ["alice", "김민수"],
+            "created": canon.now_iso(),
+        },
         "Title",
         "Body",
     )
