@@ -176,6 +176,11 @@ def set_meta(conn: sqlite3.Connection, key: str, value: str) -> None:
     conn.execute("INSERT OR REPLACE INTO meta (key, value) VALUES (?, ?)", (key, value))
 
 
+def data_version(conn: sqlite3.Connection) -> int:
+    """Changes whenever *another* connection commits to this database (SQLite's PRAGMA data_version)."""
+    return conn.execute("PRAGMA data_version").fetchone()[0]
+
+
 # ---------------------------------------------------------------- files ledger
 
 

@@ -101,6 +101,11 @@ class ReconcileReport(BaseModel):
         description="Set when the index file cannot be used (e.g. read-only): why, and that answers come from "
         "an in-memory index rebuilt from the Markdown files (recall counts are not kept).",
     )
+    scan_skipped: bool = Field(
+        default=False,
+        description="True when the change watch (inotify) saw nothing change in memories/ since the last full "
+        "pass and no other process wrote the index, so no file had to be stat-ed.",
+    )
     seconds: float = 0.0
 
 
@@ -375,6 +380,9 @@ class IndexFreshness(BaseModel):
     schema_version: int
     built_at: str
     last_reconcile: ReconcileReport
+    change_watch: str = Field(
+        default="off", description="'on (inotify)' when unchanged calls skip the scan, else 'off: <why>'."
+    )
     not_restored_by_rebuild: list[str]
 
 

@@ -42,9 +42,13 @@ class StatGate:
         self.store = store
         self.real_root = store.root.resolve()
         self.real_memories = store.memories_dir.resolve()
+        # what the last scan walked: the folders (for a change watch) and whether a symlink was among them
+        self.folders: list[Path] = []
+        self.saw_symlink = False
 
     def scan(self) -> dict[str, DiskEntry]:
         out: dict[str, DiskEntry] = {}
+        self.folders, self.saw_symlink = [], False
         top = self.store.memories_dir
         if not top.is_dir():
             return out
@@ -52,6 +56,7 @@ class StatGate:
         seen_dirs = {top.resolve()}
         while stack:
             folder = stack.pop()
+            self.folders.append(folder)
             try:
                 entries = list(os.scandir(folder))
             except OSError:
@@ -63,6 +68,7 @@ class StatGate:
                     continue
                 rel = prefix + entry.name
                 if entry.is_symlink():
+                    self.saw_symlink = True
                     problem = self._symlink_problem(Path(entry.path))
                     if problem:
                         if entry.name.endswith(".md"):
@@ -103,9 +109,16 @@ class StatGate:
         return not row.inode or not entry.inode or row.inode == entry.inode
 
 
-def reconcile(store: Store, conn: sqlite3.Connection, dictionary: EntityDictionary) -> ReconcileReport:
+def reconcile(
+    store: Store,
+    conn: sqlite3.Connection,
+    dictionary: EntityDictionary,
+    gate: StatGate | None = None,
+    suspects: set[str] | frozenset[str] = frozenset(),
+) -> ReconcileReport:
+    """One pass. `suspects` (paths a change watch saw written) are hashed even when their stat looks unchanged."""
     started = time.perf_counter()
-    gate = StatGate(store)
+    gate = gate or StatGate(store)
     disk = gate.scan()
     known = ix.file_rows(conn)
     report = ReconcileReport(scanned=len(disk))
@@ -127,7 +140,7 @@ def reconcile(store: Store, conn: sqlite3.Connection, dictionary: EntityDictiona
                     ix.put_file(conn, ix.FileRow(rel, 0, 0, "", None, entry.problem))
                     report.reindexed += 1
                 continue
-            if StatGate.unchanged(row, entry) and not retry:
+            if StatGate.unchanged(row, entry) and not retry and rel not in suspects:
                 continue
             outcome = index_file(store, conn, dictionary, rel, known_sha=None if retry else _sha(row))
             report.hashed += outcome.hashed

@@ -1230,6 +1230,7 @@ class MemoryService:
                     schema_version=ix.SCHEMA_VERSION,
                     built_at=ix.meta_value(conn, "built_at"),
                     last_reconcile=report,
+                    change_watch=s.change_watch,
                     not_restored_by_rebuild=NOT_RESTORED_BY_REBUILD,
                 ),
             )

@@ -21,9 +21,10 @@ from .dictionary import EntityDictionary
 from .documents import DocumentSource, reconcile_documents
 from .errors import StoreAccessError
 from .models import ConflictSummary, DocumentsReport, IndexReport, ReconcileReport, ScopeReport
-from .reconcile import index_file, reconcile, unparseable_files
+from .reconcile import StatGate, index_file, reconcile, unparseable_files
 from .store import Store
 from .storelock import StoreLock
+from .watch import CanonWatch
 
 # SQLite errors that mean "wait", not "this index is damaged or unusable"
 _TRANSIENT_SQLITE = ("SQLITE_BUSY", "SQLITE_LOCKED", "SQLITE_INTERRUPT", "SQLITE_NOMEM")
@@ -58,6 +59,11 @@ class StoreSession:
         self.last_report = ReconcileReport()
         store.ensure()
         self._store_lock = StoreLock(store.root, store.lock_path)
+        self._gate = StatGate(store)
+        self._watch = CanonWatch(store.memories_dir)
+        # (connection, PRAGMA data_version) as of the start of the last full pass: the same connection with
+        # the same data_version means no other process committed to the index since
+        self._quiet_baseline: tuple[sqlite3.Connection, int] | None = None
 
     # ------------------------------------------------------------ connection
 
@@ -182,6 +188,8 @@ class StoreSession:
 
     def close(self) -> None:
         with self._thread_lock:
+            self._watch.close()
+            self._quiet_baseline = None
             if self._conn is not None:
                 self._conn.close()
                 self._conn = None
@@ -205,14 +213,21 @@ class StoreSession:
         for attempt in (1, 2):
             self._check_connection()
             try:
-                self._load_dictionary()
-                report = reconcile(self.store, self.conn, self.dictionary)
+                dictionary_changed = self._load_dictionary()
+                changed = self._watch.poll()
+                if changed == set() and not dictionary_changed and self._index_untouched():
+                    return self._unchanged_report()
+                self._quiet_baseline = None
+                data_version = ix.data_version(self.conn)
+                suspects = {self.store.relative(p) for p in changed or ()}
+                report = reconcile(self.store, self.conn, self.dictionary, self._gate, suspects)
                 if self._pending_rebuild_reason:
                     report.rebuilt, report.rebuild_reason = True, self._pending_rebuild_reason
                     self._pending_rebuild_reason = None
                 report.index_in_memory = self.index_in_memory
                 self.last_report = report
                 ix.set_meta(self.conn, "last_reconcile", report.model_dump_json())
+                self._rearm_watch(data_version)
                 return report
             except sqlite3.DatabaseError as exc:
                 # damage the open-time checks could not see (or the file became read-only): rebuild once
@@ -220,6 +235,35 @@ class StoreSession:
                     raise
                 self._discard(f"index failed during reconcile ({_why(exc)})")
         raise AssertionError("unreachable")
+
+    def _index_untouched(self) -> bool:
+        """Same connection, no pending rebuild, and no other process committed since the last full pass."""
+        baseline = self._quiet_baseline
+        if baseline is None or baseline[0] is not self._conn or self._pending_rebuild_reason:
+            return False
+        return ix.data_version(self.conn) == baseline[1]
+
+    def _unchanged_report(self) -> ReconcileReport:
+        last = self.last_report
+        return ReconcileReport(
+            scanned=last.scanned, unparseable=last.unparseable, index_in_memory=self.index_in_memory, scan_skipped=True
+        )
+
+    @property
+    def change_watch(self) -> str:
+        if not self._watch.active:
+            return f"off: {self._watch.why_off}"
+        if self._gate.saw_symlink:
+            return "off: memories/ holds symlinks (every call stats every file)"
+        return "on (inotify)"
+
+    def _rearm_watch(self, data_version: int) -> None:
+        # a "racy" entry (mtime 0: read within the mtime tick of a write) is re-hashed by the next full pass
+        racy = self.conn.execute("SELECT 1 FROM files WHERE mtime_ns <= 0 AND error IS NULL LIMIT 1").fetchone()
+        sound = racy is None and not self._gate.saw_symlink
+        self._watch.rearm(self._gate.folders, sound)
+        if sound and self._watch.active:
+            self._quiet_baseline = (self.conn, data_version)
 
     def _reconcile_documents(self) -> None:
         if not self.sources and self.conn.execute("SELECT 1 FROM doc_files LIMIT 1").fetchone() is None:
@@ -233,7 +277,8 @@ class StoreSession:
             self.conn.execute("ROLLBACK")
             raise
 
-    def _load_dictionary(self) -> None:
+    def _load_dictionary(self) -> bool:
+        """Reload dictionary.md when it changed; True when it did (every file is then re-read)."""
         path = self.store.dictionary_path
         try:
             st = path.stat()
@@ -242,7 +287,7 @@ class StoreSession:
         except OSError:
             stamp = None
         if stamp == self._dictionary_stamp:
-            return
+            return False
         try:
             data = path.read_bytes() if stamp else b""
         except OSError:
@@ -254,6 +299,7 @@ class StoreSession:
             # entity spellings may normalise differently now: have every file re-read on this pass
             self.conn.execute("UPDATE files SET mtime_ns = -1, sha256 = ''")
             ix.set_meta(self.conn, "dictionary_sha256", digest)
+        return True
 
     def write_files(self, rels: list[str]) -> None:
         """Index files the service just wrote, so the next call does not see them as hand edits."""
@@ -284,6 +330,7 @@ class StoreSession:
                 pass  # cannot remove it: _open checks it again, or falls back to memory
         self._open()
         self._pending_rebuild_reason = None
+        self._quiet_baseline = None
         self._dictionary_stamp = None
         self._load_dictionary()
         report = reconcile(self.store, self.conn, self.dictionary)

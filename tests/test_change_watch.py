@@ -1,0 +1,129 @@
+"""The change watch (inotify): unchanged calls skip the scan, and no change is ever missed because of it.
+
+Driven through the real stdio server, the long-running process the watch is for. Each test first checks
+that the watch is on for this store (Linux, local filesystem); elsewhere they are skipped, and every call
+simply scans as before (the rest of the suite covers that path).
+"""
+
+from __future__ import annotations
+
+import os
+from pathlib import Path
+
+import pytest
+
+from memory_mcp.watch import CanonWatch, filesystem_type
+
+from .helpers import Tools, hand_memory, reconcile_of, settle, tamper, write_file
+
+pytestmark = pytest.mark.anyio
+
+
+async def watch_on(tools: Tools) -> None:
+    state = (await tools.status())["index"]["change_watch"]
+    if not state.startswith("on"):
+        pytest.skip(f"change watch not available here: {state}")
+
+
+async def settled_quiet_call(tools: Tools, query: str) -> dict:
+    """Two calls after files settled: the first may re-hash racy entries, the second must skip the scan."""
+    settle()
+    await tools.recall(query)
+    answer = await tools.recall(query)
+    assert reconcile_of(answer)["scan_skipped"] is True, reconcile_of(answer)
+    return answer
+
+
+async def test_unchanged_calls_skip_the_scan_and_every_kind_of_change_is_seen(tools: Tools, store: Path) -> None:
+    await watch_on(tools)
+    mem = store / "memories"
+    write_file(mem / "a.md", hand_memory("watch-a", "Boiler service", "The boiler is serviced by Rossi in May."))
+    write_file(mem / "b.md", hand_memory("watch-b", "Bike lock", "The bike lock code is kept in the drawer."))
+    answer = await settled_quiet_call(tools, "boiler")
+    assert [r["id"] for r in answer["results"]] == ["watch-a"]
+    assert reconcile_of(answer)["scanned"] == 2
+
+    # an in-place edit of the same size whose mtime is put back: invisible to a stat gate, seen by the watch
+    before = (mem / "a.md").stat()
+    text = (mem / "a.md").read_text(encoding="utf-8")
+    write_file(mem / "a.md", text.replace("Rossi", "Bruni"))
+    os.utime(mem / "a.md", ns=(before.st_atime_ns, before.st_mtime_ns))
+    assert (mem / "a.md").stat().st_size == before.st_size
+    answer = await tools.recall("Bruni")
+    assert [r["id"] for r in answer["results"]] == ["watch-a"]
+    assert reconcile_of(answer)["scan_skipped"] is False and reconcile_of(answer)["reindexed"] == 1
+    assert await tools.recall_ids("Rossi") == []
+
+    # a folder made after the watch was set up, a file in it, then an edit inside it
+    await settled_quiet_call(tools, "boiler")
+    write_file(mem / "home" / "c.md", hand_memory("watch-c", "Garden tap", "The garden tap leaks in winter."))
+    assert await tools.recall_ids("garden tap") == ["watch-c"]
+    await settled_quiet_call(tools, "garden")
+    write_file(mem / "home" / "c.md", hand_memory("watch-c", "Garden tap", "The garden tap was replaced in June."))
+    assert await tools.recall_ids("replaced june") == ["watch-c"]
+
+    # rename and delete
+    await settled_quiet_call(tools, "garden")
+    os.rename(mem / "b.md", mem / "home" / "bike.md")
+    found = await tools.recall("bike lock")
+    assert [(r["id"], r["path"]) for r in found["results"]] == [("watch-b", "memories/home/bike.md")]
+    await settled_quiet_call(tools, "bike")
+    (mem / "home" / "bike.md").unlink()
+    assert await tools.recall_ids("bike lock") == []
+
+    # a folder removed as a whole
+    await settled_quiet_call(tools, "garden")
+    (mem / "home" / "c.md").unlink()
+    (mem / "home").rmdir()
+    answer = await tools.recall("garden tap")
+    assert answer["results"] == [] and reconcile_of(answer)["scanned"] == 1
+
+
+async def test_another_process_writing_the_index_makes_the_next_call_scan(tools: Tools, store: Path) -> None:
+    await watch_on(tools)
+    write_file(store / "memories" / "a.md", hand_memory("watch-a", "Boiler service", "Serviced by Rossi."))
+    await settled_quiet_call(tools, "boiler")
+    # no file changed, but another process dropped this file's ledger row: the server must not trust its skip
+    tamper(store, "DELETE FROM files WHERE path = ?", ("memories/a.md",))
+    answer = await tools.recall("boiler")
+    rec = reconcile_of(answer)
+    assert rec["scan_skipped"] is False and rec["reindexed"] == 1
+    assert [r["id"] for r in answer["results"]] == ["watch-a"]
+
+
+async def test_dictionary_change_is_applied_on_a_quiet_store(tools: Tools, store: Path) -> None:
+    await watch_on(tools)
+    write_file(
+        store / "memories" / "a.md",
+        hand_memory("watch-a", "Billing outage", "The invoices were late.", entities=["billing-svc"]),
+    )
+    await settled_quiet_call(tools, "invoices")
+    assert await tools.recall_ids("invoices", entity="billing-service") == []
+    write_file(store / "dictionary.md", "- billing-service: the billing backend (aka: billing-svc)\n")
+    answer = await tools.recall("invoices", entity="billing-service")
+    assert [r["id"] for r in answer["results"]] == ["watch-a"]
+    assert answer["results"][0]["entities"] == ["billing-service"]
+
+
+async def test_symlinks_in_memories_turn_the_skip_off_and_changes_are_still_seen(tools: Tools, store: Path) -> None:
+    await watch_on(tools)
+    mem = store / "memories"
+    write_file(mem / "real" / "a.md", hand_memory("watch-a", "Boiler service", "Serviced by Rossi."))
+    os.symlink(mem / "real", mem / "linked", target_is_directory=True)
+    settle()
+    await tools.recall("boiler")
+    status = await tools.status()
+    assert status["index"]["change_watch"].startswith("off: memories/ holds symlinks")
+    assert status["index"]["last_reconcile"]["scan_skipped"] is False
+    write_file(mem / "real" / "a.md", hand_memory("watch-a", "Boiler service", "Serviced by Bruni."))
+    assert await tools.recall_ids("Bruni") == ["watch-a"]
+
+
+def test_filesystems_that_may_miss_changes_turn_the_watch_off(tmp_path: Path) -> None:
+    if not Path("/proc/self/mountinfo").exists():
+        pytest.skip("no /proc/self/mountinfo")
+    assert filesystem_type(Path("/proc/self")) == "proc"
+    watch = CanonWatch(Path("/proc/self"))
+    assert not watch.active and watch.why_off is not None and "proc" in watch.why_off
+    assert watch.poll() is None  # unknown: every call scans
+    watch.close()
