@@ -17,6 +17,13 @@ long ones, 0-3 entities), then a fresh process measures, through `MemoryService`
 Every timing is given as wall time and as CPU time of the measuring process (`time.process_time`):
 on a busy machine the wall figures grow with the load, the CPU figures much less.
 
+With `--basic-memory-python PY` (a side venv with the PyPI package basic-memory, Python >= 3.12),
+the same memories are also written as basic-memory notes (frontmatter title, type, tags = entities;
+body) and measured in the same run by `bench/peer_basic_memory.py` in its own process: cold index
+(its project index pass, semantic search off), no-change and one-file-changed passes of the same
+index pass, text search p50/p95 over the same queries (limit 10), peak RSS, database size; printed
+with the ratios basic-memory / memory-mcp.
+
 Each size runs in its own process so the peak RSS belongs to that size alone. Nothing here reads the
 retrieval benchmark data; the text is generated from the word lists in this file.
 """
@@ -85,21 +92,36 @@ def memory_text(rng: random.Random, lang: str) -> tuple[str, str]:
     return title.capitalize(), " ".join(sentence(rng, lang) for _ in range(n))
 
 
-def generate(root: Path, n: int, seed: int = 42) -> None:
-    """Write n canon files with a plain template (the frontmatter the server itself writes)."""
+def records(n: int, seed: int = 42):
+    """The synthetic memories: (i, type, entities, day, title, body), the same for a given seed."""
     rng = random.Random(seed)
-    mem_dir = root / "memories"
-    mem_dir.mkdir(parents=True, exist_ok=True)
     for i in range(n):
         lang = rng.choices(["en", "ko", "es"], weights=[2, 1, 1])[0]
         title, body = memory_text(rng, lang)
         ents = rng.sample(ENTITIES, rng.choice([0, 0, 1, 1, 2, 3]))
         day = f"2025-{rng.randint(1, 12):02d}-{rng.randint(1, 28):02d}T{rng.randint(0, 23):02d}:00:00Z"
+        yield i, rng.choice(TYPES), ents, day, title, body
+
+
+def generate(root: Path, n: int, seed: int = 42) -> None:
+    """Write n canon files with a plain template (the frontmatter the server itself writes)."""
+    mem_dir = root / "memories"
+    mem_dir.mkdir(parents=True, exist_ok=True)
+    for i, kind, ents, day, title, body in records(n, seed):
         text = (
-            f"---\nid: S{i:07d}\ntype: {rng.choice(TYPES)}\nstate: active\ntrust: user-stated\n"
+            f"---\nid: S{i:07d}\ntype: {kind}\nstate: active\ntrust: user-stated\n"
             f"entities: [{', '.join(ents)}]\ncreated: '{day}'\nupdated: '{day}'\n---\n\n# {title}\n\n{body}\n"
         )
         (mem_dir / f"m-{i:07d}.md").write_text(text, encoding="utf-8")
+
+
+def generate_basic_memory(folder: Path, n: int, seed: int = 42) -> None:
+    """The same memories as basic-memory notes: frontmatter title, type, tags (= entities); body."""
+    from peer_basic_memory import write_note
+
+    folder.mkdir(parents=True, exist_ok=True)
+    for i, kind, ents, _day, title, body in records(n, seed):
+        write_note(folder, i, f"S{i:07d}", title, body, note_type=kind, tags=ents)
 
 
 def queries(n: int, seed: int = 7) -> list[str]:
@@ -168,6 +190,7 @@ def measure(root: Path, n_queries: int) -> dict:
         "indexed": indexed,
         "cold_index_s": round(cold, 3),
         "cold_memories_per_s": round(len(files) / cold),
+        "cold_cpu_s": round(cold_cpu, 3),
         "cold_cpu_memories_per_s": round(len(files) / cold_cpu),
         "nochange_p50_ms": round(statistics.median(nochange), 2),
         "nochange_max_ms": round(max(nochange), 2),
@@ -232,24 +255,101 @@ def print_table(rows: list[dict]) -> None:
             print(f"  {key}: x{b[key] / a[key]:.1f}" if a[key] else f"  {key}: -")
 
 
+RATIOS = [
+    ("cold_index_s", "cold index"),
+    ("cold_cpu_s", "(CPU)"),
+    ("nochange_p50_ms", "no-change p50"),
+    ("nochange_cpu_p50_ms", "(CPU)"),
+    ("onechange_p50_ms", "1-changed p50"),
+    ("onechange_cpu_p50_ms", "(CPU)"),
+    ("recall_p50_ms", "search p50"),
+    ("recall_p95_ms", "p95"),
+    ("recall_cpu_p50_ms", "(CPU p50)"),
+    ("recall_cpu_p95_ms", "(CPU p95)"),
+    ("peak_rss_mb", "peak RSS"),
+    ("index_mb", "index size"),
+]
+
+
+def print_peer(rows: list[dict], peers: dict[int, dict]) -> None:
+    """basic-memory's own figures, then basic-memory / memory-mcp for the operations that correspond."""
+    done = [(r, peers[r["memories"]]) for r in rows if r["memories"] in peers]
+    if not done:
+        return
+    version = done[0][1].get("basic_memory_version", "?")
+    print(f"\nbasic-memory {version}, same stores as notes, measured in this run (project index pass, text search):")
+    cols = [("memories", "memories")] + [(k, label) for k, label in RATIOS]
+    print("| " + " | ".join(c[1] for c in cols) + " |")
+    print("|" + "---|" * len(cols))
+    for _, peer in done:
+        print("| " + " | ".join(f"{peer[k]:,}" if isinstance(peer[k], int) else str(peer[k]) for k, _ in cols) + " |")
+    print("\nratio basic-memory / memory-mcp (above 1 = basic-memory slower or bigger):")
+    print("| " + " | ".join(c[1] for c in cols) + " |")
+    print("|" + "---|" * len(cols))
+    for mine, peer in done:
+        cells = [f"{mine['memories']:,}"]
+        for key, _ in RATIOS:
+            a, b = mine.get(key), peer.get(key)
+            cells.append(f"x{b / a:,.1f}" if a and b is not None else "-")
+        print("| " + " | ".join(cells) + " |")
+
+
+def run_peer(python: str, work: Path, n: int, n_queries: int, passes: int) -> dict | None:
+    """The same store as basic-memory notes, measured by bench/peer_basic_memory.py in `python`."""
+    folder = work / f"basic-memory-{n}"
+    if folder.exists():
+        shutil.rmtree(folder)
+    me = [sys.executable, os.path.abspath(__file__), "--worker", str(folder / "notes")]
+    subprocess.run([*me, "--generate-basic-memory", str(n)], check=True)
+    qfile = folder / "queries.json"
+    qfile.write_text(json.dumps(queries(n_queries), ensure_ascii=False), encoding="utf-8")
+    driver = Path(__file__).with_name("peer_basic_memory.py")
+    cmd = [python, str(driver), "speed", "--notes", str(folder / "notes"), "--queries", str(qfile)]
+    cmd += ["--work", str(folder / "work"), "--nochange", str(passes), "--changed", str(passes)]
+    proc = subprocess.run(cmd, capture_output=True, text=True, env=dict(os.environ, LOGFIRE_IGNORE_NO_CONFIG="1"))
+    if proc.returncode != 0:
+        tail = " | ".join(proc.stderr.strip().splitlines()[-3:])
+        print(f"basic-memory: not measured at {n:,} (driver failed, exit {proc.returncode}): {tail}", flush=True)
+        return None
+    return json.loads(proc.stdout.strip().splitlines()[-1])
+
+
 def main(argv: list[str] | None = None) -> int:
     p = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     p.add_argument("--sizes", default="1000,10000", help="comma-separated store sizes (50000 takes minutes)")
     p.add_argument("--queries", type=int, default=300, help="recall queries per size")
     p.add_argument("--work", type=Path, help="work folder (default: a temp folder, removed afterwards)")
     p.add_argument("--json", type=Path, help="write the figures as JSON here")
+    p.add_argument(
+        "--basic-memory-python",
+        help="interpreter of a side venv with basic-memory (Python >= 3.12): also measure it on the same stores",
+    )
+    p.add_argument("--basic-memory-passes", type=int, default=10, help="no-change and one-changed passes for it")
     p.add_argument("--worker", type=Path, help=argparse.SUPPRESS)
     p.add_argument("--generate", type=int, help=argparse.SUPPRESS)
+    p.add_argument("--generate-basic-memory", type=int, help=argparse.SUPPRESS)
     args = p.parse_args(argv)
     if args.generate is not None:
         generate(args.worker, args.generate)
+        return 0
+    if args.generate_basic_memory is not None:
+        generate_basic_memory(args.worker, args.generate_basic_memory)
         return 0
     if args.worker is not None:
         print(json.dumps(measure(args.worker, args.queries)))
         return 0
     sizes = [int(s) for s in args.sizes.split(",") if s.strip()]
     work = args.work or Path(tempfile.mkdtemp(prefix="memory-mcp-speed-"))
-    rows = []
+    rows, peers = [], {}
+    peer_python = args.basic_memory_python
+    if not peer_python:
+        print("basic-memory: not run (no --basic-memory-python given)", flush=True)
+    else:
+        probe = subprocess.run([peer_python, "-c", "import basic_memory"], capture_output=True, text=True)
+        if probe.returncode != 0:
+            why = (probe.stderr.strip().splitlines() or ["?"])[-1]
+            print(f"basic-memory: not run ({peer_python} cannot import basic_memory: {why})", flush=True)
+            peer_python = None
     started = time.perf_counter()
     try:
         for n in sizes:
@@ -265,13 +365,22 @@ def main(argv: list[str] | None = None) -> int:
             row["generate_s"] = round(gen_s, 1)
             rows.append(row)
             print(json.dumps(row), flush=True)
+            if peer_python:
+                t0 = time.perf_counter()
+                peer = run_peer(peer_python, work, n, args.queries, args.basic_memory_passes)
+                if peer is not None:
+                    peer["measure_s"] = round(time.perf_counter() - t0, 1)
+                    peers[n] = peer
+                    print("basic-memory " + json.dumps(peer), flush=True)
     finally:
         if args.work is None:
             shutil.rmtree(work, ignore_errors=True)
     print_table(rows)
+    print_peer(rows, peers)
     print(f"\ntotal {time.perf_counter() - started:.0f} s (nproc {os.cpu_count()})")
     if args.json:
-        args.json.write_text(json.dumps(rows, indent=2), encoding="utf-8")
+        out = {"memory-mcp": rows, "basic-memory": list(peers.values())} if peers else rows
+        args.json.write_text(json.dumps(out, indent=2), encoding="utf-8")
     return 0
 
 
