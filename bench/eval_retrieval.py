@@ -15,9 +15,13 @@ What it does, for each dataset:
 3. builds each index (`MemoryService.reindex`) and runs every query through the real
    `MemoryService.recall(query, limit=20, store=..., touch=False)`. `touch=False` keeps recall counts
    ("heat", a ranking input) unchanged, so one query cannot move another's results;
-4. writes the run files and scores them, with the plain baselines, through the shared scorer
+4. with `--basic-memory-python PY` (the interpreter of a side venv with the PyPI package
+   basic-memory, which needs Python >= 3.12), writes the same corpus as basic-memory notes, one
+   folder (= one basic-memory project) per bench store, and runs every query through
+   basic-memory's own full-text search with `bench/peer_basic_memory.py` (semantic search off,
+   HOME and config under the work folder; see that file for how it is called);
+5. writes the run files and scores them, with the plain baselines, through the shared scorer
    `baseline_bm25.py --run NAME=PATH`, so every system is scored by the same code.
-   (basic-memory is not driven here yet: see docs/benchmarks.md.)
 
 The baselines are produced by the shared `baseline_bm25.py` itself; `rank_bm25`/`bm25s` engines
 are run only when the `--baseline-python` interpreter has those packages, `fts5` always.
@@ -212,6 +216,38 @@ def run_baselines(python: str, bench: Path, dataset: str, corpus: Path, queries:
     return out
 
 
+def run_basic_memory(
+    python: str | None, corpus_path: Path, queries_path: Path, work: Path
+) -> tuple[SystemRun | None, dict]:
+    """basic-memory's own search on the same corpus and queries, in a side interpreter."""
+    if not python:
+        log("  basic-memory: not run (no --basic-memory-python given)")
+        return None, {}
+    probe = subprocess.run([python, "-c", "import basic_memory; print(basic_memory.__version__)"], capture_output=True)
+    if probe.returncode != 0:
+        why = (probe.stderr.decode(errors="replace").strip().splitlines() or ["?"])[-1]
+        log(f"  basic-memory: not run ({python} cannot import basic_memory: {why})")
+        return None, {}
+    from peer_basic_memory import write_notes
+
+    bm_dir = work / "basic-memory"
+    if bm_dir.exists():
+        shutil.rmtree(bm_dir)
+    write_notes(read_jsonl(corpus_path), bm_dir / "notes")
+    run_path = work / "run-basic-memory.jsonl"
+    driver = Path(__file__).with_name("peer_basic_memory.py")
+    cmd = [python, str(driver), "search", "--notes", str(bm_dir / "notes"), "--queries", str(queries_path)]
+    cmd += ["--out", str(run_path), "--work", str(bm_dir / "work"), "--depth", str(DEPTH)]
+    env = dict(os.environ, LOGFIRE_IGNORE_NO_CONFIG="1")
+    proc = subprocess.run(cmd, capture_output=True, text=True, env=env)
+    if proc.returncode != 0:
+        tail = " | ".join(proc.stderr.strip().splitlines()[-3:])
+        log(f"  basic-memory: not run (driver failed, exit {proc.returncode}): {tail}")
+        return None, {}
+    timing = json.loads(proc.stdout.strip().splitlines()[-1])
+    return SystemRun(f"basic-memory {timing['basic_memory_version']}", run_path), timing
+
+
 def score(
     python: str, bench: Path, corpus: Path, queries: Path, runs: list[SystemRun], report: Path, show: bool
 ) -> dict:
@@ -256,6 +292,10 @@ def main(argv: list[str] | None = None) -> int:
     )
     p.add_argument("--no-baselines", action="store_true", help="score memory-mcp against the fts5 reference only")
     p.add_argument("--untitled", action="store_true", help="also run memory-mcp with titles left out (body only)")
+    p.add_argument(
+        "--basic-memory-python",
+        help="interpreter of a side venv with basic-memory installed (Python >= 3.12); also runs basic-memory",
+    )
     p.add_argument("--full-tables", action="store_true", help="also print the scorer's own full tables")
     p.add_argument("--json", type=Path, help="write every figure (metrics and timings) as JSON here")
     args = p.parse_args(argv)
@@ -287,6 +327,11 @@ def main(argv: list[str] | None = None) -> int:
                 runs.append(run)
                 timings[name] = timing
                 log(f"  {name}: " + ", ".join(f"{k}={v}" for k, v in timing.items()))
+            bm_run, bm_timing = run_basic_memory(args.basic_memory_python, corpus, queries, dwork)
+            if bm_run is not None:
+                runs.append(bm_run)
+                timings["basic-memory"] = bm_timing
+                log("  basic-memory: " + ", ".join(f"{k}={v}" for k, v in bm_timing.items()))
             if not args.no_baselines:
                 runs += run_baselines(args.baseline_python, bench, dataset, corpus, queries, dwork)
             figures = score(args.baseline_python, bench, corpus, queries, runs, dwork / "scores.json", args.full_tables)
