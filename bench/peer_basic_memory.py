@@ -29,8 +29,11 @@ How basic-memory is configured and called (version 0.24.x, read from its source)
 - semantic search is off: config `default_search_type: "text"` (what `search_notes` runs when
   no `search_type` is given), the index pass runs with `embeddings=False` (what
   `bm reindex --search` does: no vector targets, no embedding provider, no model download), and
-  every search is built as `search_type="text"` -> SQLite FTS5. After the run the driver checks
-  that the FastEmbed cache is still empty and reports it (`model_files`);
+  every search is built as `search_type="text"` -> SQLite FTS5. After the run the driver reports
+  the evidence: files in the FastEmbed cache (`model_files`, 0 expected), whether basic-memory
+  could have run vector search at all here (`vector_runtime_available`: False on an interpreter
+  whose sqlite3 cannot load extensions, such as a pyenv build; basic-memory then says it runs
+  keyword-only) and which embedding libraries were imported (`embedding_modules_loaded`);
 - indexing = `run_local_project_index_for_project(project, force_full=False, embeddings=False)`,
   the project index pass behind `bm project index` / `bm reindex --search` (change detection by
   checksum, parse, entity + search rows, relation resolution). With its default
@@ -139,9 +142,12 @@ class Peer:
 
         from basic_memory import db
         from basic_memory.config import ConfigManager
+        from basic_memory.mcp.tools.search import _build_search_query
         from basic_memory.repository import ProjectRepository
         from basic_memory.services.initialization import reconcile_projects_with_config
 
+        # imported here, not at the first search: it loads the whole MCP tool stack (seconds)
+        self.build_query = _build_search_query
         self.db = db
         self.config = ConfigManager().config
         if self.config.default_search_type != "text":
@@ -196,9 +202,7 @@ class Peer:
 
     async def search(self, folder: Path, text: str, limit: int) -> list[str]:
         """File paths (project-relative), best first, as search_notes(search_type="text") ranks them."""
-        from basic_memory.mcp.tools.search import _build_search_query
-
-        query = _build_search_query(
+        query = self.build_query(
             query=text,
             search_type="text",
             note_types=[],
@@ -233,6 +237,17 @@ def pct(values: list[float], p: float) -> float:
 
 def model_files(work: Path) -> int:
     return sum(1 for p in (work / "fastembed_cache").rglob("*") if p.is_file())
+
+
+def semantic_state() -> dict:
+    """Evidence that no semantic path ran: can this interpreter load sqlite-vec at all, and was any
+    embedding library imported in this process."""
+    from basic_memory.repository.semantic_runtime import sqlite_vector_runtime_available
+
+    return {
+        "vector_runtime_available": sqlite_vector_runtime_available(),
+        "embedding_modules_loaded": sorted(m for m in ("fastembed", "onnxruntime", "litellm") if m in sys.modules),
+    }
 
 
 def peak_rss_mb() -> float:
@@ -293,6 +308,7 @@ async def run_search(args) -> dict:
         "search_total_s": round(sum(lat) / 1000, 1),
         "peak_rss_mb": peak_rss_mb(),
         "model_files": model_files(args.work),
+        **semantic_state(),
     }
 
 
@@ -361,6 +377,7 @@ async def run_speed(args) -> dict:
         "peak_rss_mb": peak_rss_mb(),
         "index_mb": round(db / 1e6, 1),
         "model_files": model_files(args.work),
+        **semantic_state(),
     }
 
 
