@@ -97,6 +97,12 @@ SETTINGS: tuple[Setting, ...] = (
     _f("conflicts.near_text_similarity", 0.5, 0.0, 1.0, "word-set similarity at which two memories are neighbours"),
     _i("conflicts.max_conflicts", 5, 0, 1000, "most conflict candidates reported for one new memory"),
     # (the reconciler's 50 ms racy window and canon's 1 MiB file cap are safety constants, not settings)
+    Setting(
+        "index.change_watch",
+        True,
+        "bool",
+        help="skip the per-call scan of memories/ while inotify reports no change (Linux, local filesystems)",
+    ),
     # scopes
     Setting("scopes.global_root", "~/.memory-mcp/default", "path", help="the account (global) store directory"),
     Setting("scopes.local_dir", ".memory", "str", help="the project (local) store, relative to the project root"),

@@ -8,9 +8,10 @@ The two must never disagree on what a file says, so only the *structure* comes f
   1.1: `no` → False, `012` → 10);
 - non-string scalars are built by ruamel's own round-trip constructor methods;
 - anything outside the common case gets `None` back, and the caller reads the file with ruamel as
-  before: anchors/aliases/tags/directives (`& * ! %` anywhere in the text), merge keys, duplicate keys,
-  non-scalar keys, a top level that is not a mapping, and any error libyaml reports (the error message
-  a person sees is always ruamel's).
+  before: anchors, aliases, tags, directives, block scalars (any of `& * ! % | >` in the text), tabs,
+  control characters and exotic spaces or line breaks, merge keys, duplicate keys, non-scalar keys, a
+  top level that is not a mapping, and any error libyaml reports or a constructor raises (the message a
+  person sees is always ruamel's). Each of these rules was found by the differential fuzz test.
 
 tests/test_canon_fastyaml.py checks the two readers against each other on generated frontmatter.
 """
@@ -27,7 +28,7 @@ from ruamel.yaml.resolver import implicit_resolvers
 _STR = "tag:yaml.org,2002:str"
 _SEQ = "tag:yaml.org,2002:seq"
 _MAP = "tag:yaml.org,2002:map"
-_FALLBACK_CHARS = frozenset("&*!%")
+_FALLBACK_CHARS = frozenset("&*!%|>\t")  # block scalars and tabs: ruamel refuses some that libyaml takes
 # tags the fast path builds itself (str) or through ruamel's constructor (the rest)
 _CONSTRUCTED = {
     "tag:yaml.org,2002:null",
@@ -65,8 +66,8 @@ def available() -> bool:
 
 def load(text: str) -> dict[str, Any] | None:
     """The frontmatter mapping as plain dicts/lists/scalars, or None: read this one with ruamel."""
-    if _Loader is None or not _FALLBACK_CHARS.isdisjoint(text):
-        return None
+    if _Loader is None or not _FALLBACK_CHARS.isdisjoint(text) or not text.replace("\n", "").isprintable():
+        return None  # control characters, BOM, exotic line breaks and spaces: the two parsers differ there
     try:
         node = yaml.compose(text, Loader=_Loader)
         if node is None:
@@ -74,7 +75,7 @@ def load(text: str) -> dict[str, Any] | None:
         if not isinstance(node, yaml.MappingNode):
             return None
         return _build(node)
-    except (_Fallback, yaml.YAMLError, ValueError, RecursionError):
+    except Exception:  # _Fallback, libyaml's errors, a constructor's crash on odd input: ruamel decides
         return None
 
 

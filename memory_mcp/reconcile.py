@@ -21,6 +21,10 @@ from .dictionary import EntityDictionary
 from .models import ReconcileReport, State, Unparseable
 from .store import Store
 
+# A pass that (re)indexed at least this many memories, and at least a tenth of the store, ends by merging
+# the FTS indexes (a first index, a rebuild, a large git pull); small edits leave that to FTS5's automerge.
+BULK_REINDEX = 200
+
 # A file modified this close to the moment we read it may be modified again within the same
 # mtime tick with the same size; such an entry is recorded as "racy" (mtime 0) so the next pass
 # hashes it again instead of trusting the stat (the same trick git uses for its index).
@@ -162,6 +166,8 @@ def reconcile(
                 outcome = index_file(store, conn, dictionary, row.path)
                 if outcome.memory_id:
                     owners.add(outcome.memory_id)
+        if report.reindexed >= max(BULK_REINDEX, len(disk) // 10):
+            ix.optimize_search(conn)
         conn.execute("COMMIT")
     except BaseException:
         conn.execute("ROLLBACK")

@@ -40,7 +40,9 @@ class Scopes:
         local_dir: str = ".memory",
         sources: Sequence[DocumentSource] = (),
         chunk_chars: int = 1200,
+        change_watch: bool = True,
     ) -> None:
+        self.change_watch = change_watch
         self.global_root = global_root.expanduser().absolute()
         self.project_root = project_root.expanduser().absolute() if project_root else None
         self.local_dir = local_dir
@@ -80,7 +82,9 @@ class Scopes:
         with self._lock:
             if key not in self._sessions:
                 home = scope == self.home and not (scope == GLOBAL and store)
-                self._sessions[key] = StoreSession(target, scope, self.sources if home else (), self.chunk_chars)
+                self._sessions[key] = StoreSession(
+                    target, scope, self.sources if home else (), self.chunk_chars, self.change_watch
+                )
             return self._sessions[key]
 
     def sessions(self, scope: str | None, store: str | None) -> list[StoreSession]:

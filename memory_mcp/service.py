@@ -11,6 +11,7 @@ from collections import defaultdict
 from collections.abc import Sequence
 from dataclasses import dataclass
 from datetime import UTC, date, datetime, timedelta
+from functools import partial
 from pathlib import Path
 from typing import Any
 
@@ -217,6 +218,7 @@ class MemoryService:
         embedder: sem.EmbeddingProvider | None = None,
         semantic: sem.SemanticConfig | None = None,
         collapse_jaccard: float | None = 0.9,
+        change_watch: bool = True,
     ) -> None:
         self.root = root.expanduser().absolute()
         self.ranking = ranking
@@ -224,7 +226,7 @@ class MemoryService:
         # hybrid search: None = keyword recall only; collapse_jaccard None = never collapse near-duplicates
         self.semantic = sem.Semantic(embedder, semantic)
         self.collapse_jaccard = collapse_jaccard
-        self.scopes = Scopes(self.root, project_root, local_dir, sources, chunk_chars)
+        self.scopes = Scopes(self.root, project_root, local_dir, sources, chunk_chars, change_watch)
 
     @classmethod
     def from_settings(cls, settings: Settings, store: Path | None = None) -> MemoryService:
@@ -253,6 +255,7 @@ class MemoryService:
             collapse_jaccard=(
                 settings.get("recall.collapse_jaccard") if settings.get("recall.collapse_duplicates") else None
             ),
+            change_watch=settings.get("index.change_watch"),
         )
 
     def session(self, store: str | None = None, scope: str | None = None) -> StoreSession:
@@ -459,6 +462,8 @@ class MemoryService:
             if pending:
                 note = f"{pending} memories have no vector yet (a few are embedded per recall; memory_reindex: all)"
             results, collapsed = self._collapse(pools, ranked, limit, ran == "hybrid")
+            for r in results:
+                r.settle_line()
             if touch:
                 for o in opened:
                     ids = [r.id for r in results if r.kind == "memory" and r.scope == o.scope]
@@ -670,7 +675,7 @@ class MemoryService:
                     kind="memory",
                     scope=pool.scope,
                     path=m.path,
-                    line=best_line(terms, m.title, m.title_line, m.body, m.body_line),
+                    line=m.title_line,
                     title=m.title,
                     excerpt=m.excerpt,
                     score=total,
@@ -681,6 +686,7 @@ class MemoryService:
                     entities=m.entities,
                     updated=m.updated,
                 )
+                result.defer_line(partial(best_line, terms, m.title, m.title_line, m.body, m.body_line))
                 scored.append((total, m.id, result))
         scored.sort(key=lambda x: (-x[0], x[1]))
         return [r for _, _, r in scored[:limit]]

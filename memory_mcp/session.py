@@ -36,7 +36,12 @@ REPORTED_CONFLICTS = 10
 
 class StoreSession:
     def __init__(
-        self, store: Store, scope: str = "global", sources: Sequence[DocumentSource] = (), chunk_chars: int = 1200
+        self,
+        store: Store,
+        scope: str = "global",
+        sources: Sequence[DocumentSource] = (),
+        chunk_chars: int = 1200,
+        change_watch: bool = True,
     ) -> None:
         self.store = store
         self.scope = scope
@@ -60,7 +65,7 @@ class StoreSession:
         store.ensure()
         self._store_lock = StoreLock(store.root, store.lock_path)
         self._gate = StatGate(store)
-        self._watch = CanonWatch(store.memories_dir)
+        self._watch = CanonWatch(store.memories_dir, enabled=change_watch)
         # (connection, PRAGMA data_version) as of the start of the last full pass: the same connection with
         # the same data_version means no other process committed to the index since
         self._quiet_baseline: tuple[sqlite3.Connection, int] | None = None
@@ -112,6 +117,7 @@ class StoreSession:
         if path.exists():
             try:
                 conn = ix.connect(path)
+                ix.migrate(conn)
                 reason = ix.schema_problem(conn)
             except sqlite3.DatabaseError as exc:
                 conn, reason = None, f"index unreadable: {exc}"

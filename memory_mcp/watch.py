@@ -66,12 +66,15 @@ def filesystem_type(path: Path) -> str | None:
 class CanonWatch:
     """Watches the folders of `memories/`; `poll()` says what changed since the last full pass (`rearm`)."""
 
-    def __init__(self, memories_dir: Path) -> None:
+    def __init__(self, memories_dir: Path, enabled: bool = True) -> None:
         self.memories_dir = memories_dir
         self.why_off: str | None = None
         self._inotify = None
         self._watched: dict[int, Path] = {}
         self._armed = False
+        if not enabled:
+            self.why_off = "turned off (index.change_watch = false)"
+            return
         if INotify is None or not sys.platform.startswith("linux"):
             self.why_off = "no inotify on this system"
             return

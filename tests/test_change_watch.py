@@ -127,3 +127,20 @@ def test_filesystems_that_may_miss_changes_turn_the_watch_off(tmp_path: Path) ->
     assert not watch.active and watch.why_off is not None and "proc" in watch.why_off
     assert watch.poll() is None  # unknown: every call scans
     watch.close()
+
+
+def test_the_setting_turns_the_watch_off_and_every_call_scans(tmp_path: Path) -> None:
+    from memory_mcp.config import load_settings
+    from memory_mcp.service import MemoryService
+
+    settings = load_settings(env={}, overrides=["index.change_watch=false"], user_config=tmp_path / "none.toml")
+    service = MemoryService.from_settings(settings, store=tmp_path / "store")
+    try:
+        write_file(tmp_path / "store" / "memories" / "a.md", hand_memory("watch-a", "Boiler", "Serviced by Rossi."))
+        settle()
+        service.status()
+        status = service.status()
+        assert status.index.change_watch == "off: turned off (index.change_watch = false)"
+        assert status.index.last_reconcile.scan_skipped is False and status.index.last_reconcile.scanned == 1
+    finally:
+        service.close()

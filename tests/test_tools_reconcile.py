@@ -6,6 +6,7 @@ from __future__ import annotations
 import os
 import re
 import shutil
+import sqlite3
 from pathlib import Path
 
 import pytest
@@ -283,3 +284,32 @@ async def test_hand_edits_keep_comments_crlf_reactivate_archived_and_swaps(tools
     await _archived_memory_edited_by_hand_becomes_active(tools, store)
     await _swapped_and_rotated_files_converge_on_the_next_call(tools, store)
     await _renames_keeping_size_and_mtime_are_seen(tools, store)
+
+
+async def test_an_index_from_the_previous_version_is_upgraded_in_place_keeping_recall_counts(store: Path) -> None:
+    async with stdio_tools(store) as t:
+        kept = await t.remember("Heat keeper", "The espresso machine needs descaling monthly.")
+        other = await t.remember("Archived note", "The old espresso machine was sold.")
+        await t.ok("memory_forget", id=other["id"], mode="archive")
+        for _ in range(3):
+            await t.recall("espresso descaling")
+        heat_before = (await t.recall("espresso"))["results"][0]["components"]["heat"]
+    assert heat_before > 0
+    # what a version-3 index looked like: no narrow filter table, no partial index on errors
+    conn = sqlite3.connect(db_path(store))
+    with conn:
+        conn.execute("DROP TABLE memory_flags")
+        conn.execute("DROP INDEX files_with_errors")
+        conn.execute("UPDATE meta SET value = '3' WHERE key = 'schema_version'")
+    conn.close()
+    async with stdio_tools(store) as t:
+        answer = await t.recall("espresso")
+        assert reconcile_of(answer)["rebuilt"] is False  # upgraded, not rebuilt
+        ranked = {r["id"]: r for r in answer["results"]}
+        assert ranked[kept["id"]]["components"]["heat"] >= heat_before  # recall counts survived
+        assert ranked[other["id"]]["state"] == "archived"
+        assert await t.recall_ids("espresso", state="archived") == [other["id"]]
+        assert await t.recall_ids("espresso", state="active") == [kept["id"]]
+    conn = sqlite3.connect(db_path(store))
+    assert conn.execute("SELECT value FROM meta WHERE key = 'schema_version'").fetchone()[0] == "4"
+    conn.close()
