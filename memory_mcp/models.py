@@ -6,12 +6,11 @@ output and the CLI prints them as JSON, so one definition serves every surface.
 
 from __future__ import annotations
 
-from collections.abc import Callable
 from dataclasses import dataclass, field
 from enum import StrEnum
 from typing import Any
 
-from pydantic import BaseModel, Field, PrivateAttr
+from pydantic import BaseModel, Field
 
 
 class MemoryType(StrEnum):
@@ -202,15 +201,6 @@ class RecallResult(BaseModel):
     fused: float | None = Field(
         default=None, description="Hybrid mode: Reciprocal Rank Fusion score (results are ordered by it)."
     )
-    # finding the cited line folds the whole body: ranking defers it to the few results actually returned
-    _locate_line: Callable[[], int] | None = PrivateAttr(default=None)
-
-    def defer_line(self, locate: Callable[[], int]) -> None:
-        self._locate_line = locate
-
-    def settle_line(self) -> None:
-        if self._locate_line is not None:
-            self.line, self._locate_line = self._locate_line(), None
 
 
 class CollapsedResult(BaseModel):

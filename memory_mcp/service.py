@@ -8,7 +8,7 @@ from __future__ import annotations
 
 import time
 from collections import defaultdict
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from datetime import UTC, date, datetime, timedelta
 from functools import partial
@@ -185,6 +185,10 @@ def _check_date(value: str | None, name: str) -> str | None:
 def _key(scope: str, result_id: str) -> str:
     """A result's identity across scopes (the same id may exist in both)."""
     return f"{scope}\x00{result_id}"
+
+
+# result key → how to find its cited line, for the few results a recall returns
+_DeferredLines = dict[str, Callable[[], int]]
 
 
 def _is_memory_path(path: str) -> bool:
@@ -422,6 +426,7 @@ class MemoryService:
         mem_type = _enum_arg(MemoryType, type, "type")
         mem_state = _enum_arg(State, state, "state")
         mem_trust = _enum_arg(Trust, trust, "trust")
+        lines: _DeferredLines = {}
         with self.scopes.open(scope, store) as opened:
             index = merged_report(opened)
             if not query.strip():
@@ -451,19 +456,20 @@ class MemoryService:
             if mode == "hybrid" or (mode == "auto" and self.semantic.config.auto_hybrid):
                 if self.semantic.available():
                     try:
-                        ranked, pending = self._hybrid(pools, query, limit * 3 + 10)
+                        ranked, pending = self._hybrid(pools, query, limit * 3 + 10, lines)
                         ran = "hybrid"
                     except sem.SemanticUnavailable as exc:
                         note = f"hybrid unavailable ({exc}); answered with bm25"
                 elif mode == "hybrid":
                     note = f"hybrid unavailable ({self.semantic.why_unavailable()}); answered with bm25"
             if ranked is None:
-                ranked = self._rank(pools, sem.UNLIMITED)
+                ranked = self._rank(pools, sem.UNLIMITED, lines)
             if pending:
                 note = f"{pending} memories have no vector yet (a few are embedded per recall; memory_reindex: all)"
             results, collapsed = self._collapse(pools, ranked, limit, ran == "hybrid")
             for r in results:
-                r.settle_line()
+                if (locate := lines.get(_key(r.scope, r.id))) is not None:
+                    r.line = locate()
             if touch:
                 for o in opened:
                     ids = [r.id for r in results if r.kind == "memory" and r.scope == o.scope]
@@ -483,7 +489,9 @@ class MemoryService:
                 collapsed=collapsed,
             )
 
-    def _hybrid(self, pools: list[_Pool], query: str, want: int) -> tuple[list[RecallResult], int]:
+    def _hybrid(
+        self, pools: list[_Pool], query: str, want: int, lines: _DeferredLines
+    ) -> tuple[list[RecallResult], int]:
         """Keyword ranking and cosine ranking, fused by RRF (the best `want`); raises SemanticUnavailable.
 
         The query is embedded first and missing vectors are filled (at most `embed_per_recall` per store),
@@ -499,7 +507,7 @@ class MemoryService:
             if cfg.embed_per_recall:
                 self.semantic.fill(conn, cfg.embed_per_recall)
             pending += sem.pending_count(conn, name)
-        ranked = self._rank(pools, sem.UNLIMITED)  # keyword candidates (memories and documents)
+        ranked = self._rank(pools, sem.UNLIMITED, lines)  # keyword candidates (memories and documents)
         kw_keys = [_key(r.scope, r.id) for r in ranked[: cfg.depth]]
         states = self.ranking.state
         cos: list[tuple[float, float, _Pool, int, str]] = []  # (order value, cosine, pool, rowid, memory id)
@@ -525,7 +533,7 @@ class MemoryService:
                 found = {rowid: Candidate(rowid) for _, _, q, rowid, i in cos if q is p and _key(p.scope, i) in missing}
                 if found:
                     extra.append(_Pool(p.scope, p.session, MEMORIES, Plan(p.plan.terms, p.plan.legs, found), p.filters))
-            by_key.update((_key(r.scope, r.id), r) for r in self._rank(extra, sem.UNLIMITED))
+            by_key.update((_key(r.scope, r.id), r) for r in self._rank(extra, sem.UNLIMITED, lines))
         out = []
         for k in order:
             r = by_key[k]
@@ -591,7 +599,7 @@ class MemoryService:
             out.append(sem.DupCandidate(key, t[2], sem.words(f"{t[0]}\n{t[1]}"), vec))
         return out
 
-    def _rank(self, pools: list[_Pool], limit: int) -> list[RecallResult]:
+    def _rank(self, pools: list[_Pool], limit: int, lines: _DeferredLines | None = None) -> list[RecallResult]:
         """Score candidates from every pool on one scale: each pool's legs are divided by that pool's best value.
 
         Raw bm25 is not comparable between FTS tables: each store has its own term statistics, and a term in
@@ -686,7 +694,11 @@ class MemoryService:
                     entities=m.entities,
                     updated=m.updated,
                 )
-                result.defer_line(partial(best_line, terms, m.title, m.title_line, m.body, m.body_line))
+                locate = partial(best_line, terms, m.title, m.title_line, m.body, m.body_line)
+                if lines is None:
+                    result.line = locate()
+                else:  # folding every candidate's body only to cite a line was ~10% of a recall
+                    lines[_key(pool.scope, m.id)] = locate
                 scored.append((total, m.id, result))
         scored.sort(key=lambda x: (-x[0], x[1]))
         return [r for _, _, r in scored[:limit]]
