@@ -85,7 +85,7 @@ def score(
     k: RankingConstants = DEFAULT,
 ) -> tuple[float, ScoreComponents]:
     text = text_score(word, trigram, like, coverage, k)
-    comp = ScoreComponents(
+    comp = ScoreComponents.model_construct(  # plain floats, built once per candidate: no validation needed
         text=round(text, 6),
         trust=k.trust.get(trust, 1.0),
         state=k.state.get(state, 1.0),

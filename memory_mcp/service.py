@@ -678,7 +678,9 @@ class MemoryService:
                     now=now,
                     k=self.ranking,
                 )
-                result = RecallResult(
+                # model_construct: every value comes typed from the index; validating ~100 candidates per
+                # recall that the caller never sees cost more than ranking them
+                result = RecallResult.model_construct(
                     id=m.id,
                     kind="memory",
                     scope=pool.scope,
