@@ -9,6 +9,7 @@ from __future__ import annotations
 import math
 from dataclasses import dataclass, field
 from datetime import UTC, datetime
+from typing import NamedTuple
 
 from .models import ScoreComponents
 
@@ -83,9 +84,9 @@ def score(
     last_recalled: str | None,
     now: datetime,
     k: RankingConstants = DEFAULT,
-) -> tuple[float, ScoreComponents]:
+) -> tuple[float, ScoreParts]:
     text = text_score(word, trigram, like, coverage, k)
-    comp = ScoreComponents.model_construct(  # plain floats, built once per candidate: no validation needed
+    parts = ScoreParts(
         text=round(text, 6),
         trust=k.trust.get(trust, 1.0),
         state=k.state.get(state, 1.0),
@@ -96,5 +97,22 @@ def score(
         like=round(like, 6),
         coverage=round(coverage, 6),
     )
-    total = comp.text * comp.trust * comp.state * (1 + comp.freshness + comp.heat)
-    return round(total, 6), comp
+    total = parts.text * parts.trust * parts.state * (1 + parts.freshness + parts.heat)
+    return round(total, 6), parts
+
+
+class ScoreParts(NamedTuple):
+    """A score's components as plain floats: every candidate gets one, only returned results a model."""
+
+    text: float
+    trust: float
+    state: float
+    freshness: float
+    heat: float
+    word: float
+    trigram: float
+    like: float
+    coverage: float
+
+    def components(self) -> ScoreComponents:
+        return ScoreComponents(**self._asdict())

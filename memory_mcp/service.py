@@ -13,7 +13,7 @@ from dataclasses import dataclass
 from datetime import UTC, date, datetime, timedelta
 from functools import partial
 from pathlib import Path
-from typing import Any
+from typing import Any, overload
 
 from ulid import ULID
 
@@ -62,7 +62,7 @@ from .models import (
 )
 from .query import DOCUMENTS, MEMORIES, Candidate, Corpus, Filters, Plan, best_line, coverage, fold, plan_and_fetch
 from .ranking import DEFAULT as RANKING
-from .ranking import RankingConstants, score
+from .ranking import RankingConstants, ScoreParts, score
 from .reconcile import StatGate, unparseable_files
 from .scopes import GLOBAL, LOCAL, Opened, Scopes, locate, merged_report
 from .session import StoreSession
@@ -189,6 +189,72 @@ def _key(scope: str, result_id: str) -> str:
 
 # result key → how to find its cited line, for the few results a recall returns
 _DeferredLines = dict[str, Callable[[], int]]
+
+
+class _Ranked(Sequence[RecallResult]):
+    """Ranked results built only when looked at: a recall ranks ~100 candidates and returns 5-20."""
+
+    def __init__(self, builders: list[Callable[[], RecallResult]]) -> None:
+        self._builders = builders
+        self._built: list[RecallResult | None] = [None] * len(builders)
+
+    def __len__(self) -> int:
+        return len(self._builders)
+
+    @overload
+    def __getitem__(self, i: int) -> RecallResult: ...
+    @overload
+    def __getitem__(self, i: slice) -> list[RecallResult]: ...
+    def __getitem__(self, i: int | slice) -> RecallResult | list[RecallResult]:
+        if isinstance(i, slice):
+            return [self[j] for j in range(*i.indices(len(self)))]
+        built = self._built[i]
+        if built is None:
+            built = self._built[i] = self._builders[i]()
+        return built
+
+
+def _memory_result(
+    scope: str, m: ix.IndexedMemory, total: float, parts: ScoreParts, locate: Callable[[], int] | None
+) -> RecallResult:
+    return RecallResult(
+        id=m.id,
+        kind="memory",
+        scope=scope,
+        path=m.path,
+        line=locate() if locate is not None else m.title_line,
+        title=m.title,
+        excerpt=m.excerpt,
+        score=total,
+        components=parts.components(),
+        type=m.type,
+        state=m.state,
+        trust=m.trust,
+        entities=m.entities,
+        updated=m.updated,
+    )
+
+
+def _document_result(
+    scope: str, chunk: ChunkRow, doc_id: str, shown: str, line: int, total: float, parts: ScoreParts
+) -> RecallResult:
+    return RecallResult(
+        id=doc_id,
+        kind="document",
+        scope=scope,
+        label=chunk.label,
+        path=shown,
+        line=line,
+        title=chunk.title,
+        excerpt=chunk.excerpt,
+        score=total,
+        components=parts.components(),
+        type="document",
+        state=State.ACTIVE.value,
+        trust=DOCUMENT_TRUST,
+        entities=[chunk.label],
+        updated=chunk.updated,
+    )
 
 
 def _is_memory_path(path: str) -> bool:
@@ -543,12 +609,12 @@ class MemoryService:
         return out, pending
 
     def _collapse(
-        self, pools: list[_Pool], ranked: list[RecallResult], limit: int, with_vectors: bool
+        self, pools: list[_Pool], ranked: Sequence[RecallResult], limit: int, with_vectors: bool
     ) -> tuple[list[RecallResult], list[CollapsedResult]]:
         """The first `limit` results once near-duplicate memories (same statement twice, across scopes or
         reworded) are dropped in favour of the better-ranked one. Document chunks are never collapsed."""
         if self.collapse_jaccard is None:
-            return ranked[:limit], []
+            return list(ranked[:limit]), []
         sessions = {p.scope: p.session for p in pools if p.corpus is MEMORIES}
         window = limit + 5
         while True:
@@ -599,7 +665,7 @@ class MemoryService:
             out.append(sem.DupCandidate(key, t[2], sem.words(f"{t[0]}\n{t[1]}"), vec))
         return out
 
-    def _rank(self, pools: list[_Pool], limit: int, lines: _DeferredLines | None = None) -> list[RecallResult]:
+    def _rank(self, pools: list[_Pool], limit: int, lines: _DeferredLines | None = None) -> Sequence[RecallResult]:
         """Score candidates from every pool on one scale: each pool's legs are divided by that pool's best value.
 
         Raw bm25 is not comparable between FTS tables: each store has its own term statistics, and a term in
@@ -616,7 +682,7 @@ class MemoryService:
                 cited[n] = {rowid: (chunk, line) for rowid, (chunk, line) in lines.items() if line is not None}
                 pool.plan.candidates = {r: c for r, c in pool.plan.candidates.items() if r in cited[n]}
         now = datetime.now(UTC)
-        scored: list[tuple[float, str, RecallResult]] = []
+        scored: list[tuple[float, str, Callable[[], RecallResult]]] = []
         for n, pool in enumerate(pools):
             cands, terms = pool.plan.candidates, pool.plan.terms
             if not cands:
@@ -641,24 +707,9 @@ class MemoryService:
                         k=self.ranking,
                     )
                     shown = display_path(Path(chunk.path), self.scopes.project_root)
-                    result = RecallResult(
-                        id=f"doc:{shown}#{chunk.start_line}",
-                        kind="document",
-                        scope=pool.scope,
-                        label=chunk.label,
-                        path=shown,
-                        line=line,
-                        title=chunk.title,
-                        excerpt=chunk.excerpt,
-                        score=total,
-                        components=comp,
-                        type="document",
-                        state=State.ACTIVE.value,
-                        trust=DOCUMENT_TRUST,
-                        entities=[chunk.label],
-                        updated=chunk.updated,
-                    )
-                    scored.append((total, result.id, result))
+                    doc_id = f"doc:{shown}#{chunk.start_line}"
+                    build = partial(_document_result, pool.scope, chunk, doc_id, shown, line, total, comp)
+                    scored.append((total, doc_id, build))
                 continue
             mems = ix.memories_by_rowid(conn, list(cands))
             heat = ix.heat_of(conn, [m.id for m in mems.values()])
@@ -678,32 +729,13 @@ class MemoryService:
                     now=now,
                     k=self.ranking,
                 )
-                # model_construct: every value comes typed from the index; validating ~100 candidates per
-                # recall that the caller never sees cost more than ranking them
-                result = RecallResult.model_construct(
-                    id=m.id,
-                    kind="memory",
-                    scope=pool.scope,
-                    path=m.path,
-                    line=m.title_line,
-                    title=m.title,
-                    excerpt=m.excerpt,
-                    score=total,
-                    components=comp,
-                    type=m.type,
-                    state=m.state,
-                    trust=m.trust,
-                    entities=m.entities,
-                    updated=m.updated,
-                )
                 locate = partial(best_line, terms, m.title, m.title_line, m.body, m.body_line)
-                if lines is None:
-                    result.line = locate()
-                else:  # folding every candidate's body only to cite a line was ~10% of a recall
+                if lines is not None:  # folding every candidate's body only to cite a line was ~10% of a recall
                     lines[_key(pool.scope, m.id)] = locate
-                scored.append((total, m.id, result))
+                build = partial(_memory_result, pool.scope, m, total, comp, None if lines is not None else locate)
+                scored.append((total, m.id, build))
         scored.sort(key=lambda x: (-x[0], x[1]))
-        return [r for _, _, r in scored[:limit]]
+        return _Ranked([build for _, _, build in scored[:limit]])
 
     # ------------------------------------------------------------ read
 
