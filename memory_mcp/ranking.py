@@ -101,18 +101,10 @@ def score(
     return round(total, 6), parts
 
 
-class ScoreParts(NamedTuple):
-    """A score's components as plain floats: every candidate gets one, only returned results a model."""
+# A score's components as plain floats, one per candidate ranked; only returned results become models.
+# The fields are ScoreComponents' own, so the two can never disagree.
+ScoreParts = NamedTuple("ScoreParts", [(name, float) for name in ScoreComponents.model_fields])  # type: ignore[misc]
 
-    text: float
-    trust: float
-    state: float
-    freshness: float
-    heat: float
-    word: float
-    trigram: float
-    like: float
-    coverage: float
 
-    def components(self) -> ScoreComponents:
-        return ScoreComponents(**self._asdict())
+def components(parts: ScoreParts) -> ScoreComponents:
+    return ScoreComponents(**parts._asdict())

@@ -62,7 +62,7 @@ from .models import (
 )
 from .query import DOCUMENTS, MEMORIES, Candidate, Corpus, Filters, Plan, best_line, coverage, fold, plan_and_fetch
 from .ranking import DEFAULT as RANKING
-from .ranking import RankingConstants, ScoreParts, score
+from .ranking import RankingConstants, ScoreParts, components, score
 from .reconcile import StatGate, unparseable_files
 from .scopes import GLOBAL, LOCAL, Opened, Scopes, locate, merged_report
 from .session import StoreSession
@@ -226,7 +226,7 @@ def _memory_result(
         title=m.title,
         excerpt=m.excerpt,
         score=total,
-        components=parts.components(),
+        components=components(parts),
         type=m.type,
         state=m.state,
         trust=m.trust,
@@ -248,7 +248,7 @@ def _document_result(
         title=chunk.title,
         excerpt=chunk.excerpt,
         score=total,
-        components=parts.components(),
+        components=components(parts),
         type="document",
         state=State.ACTIVE.value,
         trust=DOCUMENT_TRUST,
