@@ -249,6 +249,17 @@ def file_rows(conn: sqlite3.Connection) -> dict[str, FileRow]:
     return {r[0]: FileRow._make(r) for r in rows}
 
 
+def file_rows_at(conn: sqlite3.Connection, paths: list[str]) -> dict[str, FileRow]:
+    out: dict[str, FileRow] = {}
+    cur = conn.cursor()
+    cur.row_factory = None
+    for start in range(0, len(paths), 500):
+        chunk = paths[start : start + 500]
+        sql = f"SELECT path, mtime_ns, size, sha256, memory_id, error, inode FROM files WHERE path IN ({','.join('?' * len(chunk))})"
+        out.update((r[0], FileRow._make(r)) for r in cur.execute(sql, chunk))
+    return out
+
+
 def put_file(conn: sqlite3.Connection, row: FileRow) -> None:
     conn.execute(
         "INSERT OR REPLACE INTO files (path, mtime_ns, size, sha256, memory_id, error, inode) VALUES (?,?,?,?,?,?,?)",

@@ -101,10 +101,11 @@ class ReconcileReport(BaseModel):
         description="Set when the index file cannot be used (e.g. read-only): why, and that answers come from "
         "an in-memory index rebuilt from the Markdown files (recall counts are not kept).",
     )
-    scan_skipped: bool = Field(
-        default=False,
-        description="True when the change watch (inotify) saw nothing change in memories/ since the last full "
-        "pass and no other process wrote the index, so no file had to be stat-ed.",
+    scan: str = Field(
+        default="full",
+        description="full: every file in memories/ was stat-ed; changed-files: the change watch (inotify) named "
+        "the only files that changed and just those were read; none: the watch saw no change and no other process "
+        "wrote the index, so nothing was read.",
     )
     seconds: float = 0.0
 

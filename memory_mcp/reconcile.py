@@ -177,6 +177,55 @@ def reconcile(
     return report
 
 
+def reconcile_files(
+    store: Store, conn: sqlite3.Connection, dictionary: EntityDictionary, rels: set[str]
+) -> ReconcileReport | None:
+    """A pass over only these files (a change watch named them, and no folder changed): what a full pass
+    would do for them, without stat-ing the rest. None when only a full pass can judge (a duplicate id,
+    a symlink, something that is not a regular file): nothing is changed then."""
+    started = time.perf_counter()
+    if conn.execute("SELECT 1 FROM files WHERE error LIKE 'duplicate id%' LIMIT 1").fetchone():
+        return None
+    # the scan's rules: Markdown files only, hidden names skipped
+    wanted = sorted(r for r in rels if r.endswith(".md") and not any(p.startswith(".") for p in r.split("/")))
+    gone, present = [], []
+    for rel in wanted:
+        try:
+            mode = os.lstat(store.root / rel).st_mode
+        except FileNotFoundError:
+            gone.append(rel)
+            continue
+        except OSError:
+            return None
+        if not stat.S_ISREG(mode):
+            return None
+        present.append(rel)
+    known = ix.file_rows_at(conn, wanted)
+    report = ReconcileReport()
+    conn.execute("BEGIN IMMEDIATE")
+    try:
+        for rel in gone:  # removals first, as in the full pass: a rename must not look like a duplicate
+            if rel in known:
+                ix.drop_file(conn, rel)
+                report.removed += 1
+        for rel in present:
+            outcome = index_file(store, conn, dictionary, rel, known_sha=_sha(known.get(rel)))
+            report.hashed += outcome.hashed
+            report.reindexed += outcome.reindexed
+            report.removed += outcome.removed
+        if conn.execute("SELECT 1 FROM files WHERE error LIKE 'duplicate id%' LIMIT 1").fetchone():
+            conn.execute("ROLLBACK")
+            return None
+        conn.execute("COMMIT")
+    except BaseException:
+        conn.execute("ROLLBACK")
+        raise
+    report.scanned = conn.execute("SELECT count(*) FROM files").fetchone()[0]
+    report.unparseable = conn.execute("SELECT count(*) FROM files WHERE error IS NOT NULL").fetchone()[0]
+    report.seconds = round(time.perf_counter() - started, 6)
+    return report
+
+
 def _sha(row: ix.FileRow | None) -> str | None:
     return row.sha256 if row is not None else None
 

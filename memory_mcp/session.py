@@ -21,7 +21,7 @@ from .dictionary import EntityDictionary
 from .documents import DocumentSource, reconcile_documents
 from .errors import StoreAccessError
 from .models import ConflictSummary, DocumentsReport, IndexReport, ReconcileReport, ScopeReport
-from .reconcile import StatGate, index_file, reconcile, unparseable_files
+from .reconcile import StatGate, index_file, reconcile, reconcile_files, unparseable_files
 from .store import Store
 from .storelock import StoreLock
 from .watch import CanonWatch
@@ -220,12 +220,17 @@ class StoreSession:
             self._check_connection()
             try:
                 dictionary_changed = self._load_dictionary()
-                changed = self._watch.poll()
-                if changed == set() and not dictionary_changed and self._index_untouched():
-                    return self._unchanged_report()
+                changes = self._watch.poll()
+                trusted = changes is not None and changes.complete and not dictionary_changed
+                if trusted and self._index_untouched():
+                    if not changes.files:
+                        return self._unchanged_report()
+                    report = self._reconcile_named(changes.files)
+                    if report is not None:
+                        return report
                 self._quiet_baseline = None
                 data_version = ix.data_version(self.conn)
-                suspects = {self.store.relative(p) for p in changed or ()}
+                suspects = {self.store.relative(p) for p in changes.files} if changes else set()
                 report = reconcile(self.store, self.conn, self.dictionary, self._gate, suspects)
                 if self._pending_rebuild_reason:
                     report.rebuilt, report.rebuild_reason = True, self._pending_rebuild_reason
@@ -249,10 +254,23 @@ class StoreSession:
             return False
         return ix.data_version(self.conn) == baseline[1]
 
+    def _reconcile_named(self, files: set[Path]) -> ReconcileReport | None:
+        """Only the files the watch named, when nothing else can have changed; None: do a full pass."""
+        data_version = ix.data_version(self.conn)
+        report = reconcile_files(self.store, self.conn, self.dictionary, {self.store.relative(p) for p in files})
+        if report is None:
+            return None
+        report.index_in_memory, report.scan = self.index_in_memory, "changed-files"
+        self.last_report = report
+        ix.set_meta(self.conn, "last_reconcile", report.model_dump_json())
+        self._watch.resume()
+        self._quiet_baseline = (self.conn, data_version)
+        return report
+
     def _unchanged_report(self) -> ReconcileReport:
         last = self.last_report
         return ReconcileReport(
-            scanned=last.scanned, unparseable=last.unparseable, index_in_memory=self.index_in_memory, scan_skipped=True
+            scanned=last.scanned, unparseable=last.unparseable, index_in_memory=self.index_in_memory, scan="none"
         )
 
     @property
@@ -264,11 +282,9 @@ class StoreSession:
         return "on (inotify)"
 
     def _rearm_watch(self, data_version: int) -> None:
-        # a "racy" entry (mtime 0: read within the mtime tick of a write) is re-hashed by the next full pass
+        # a "racy" entry (mtime 0: read within the mtime tick of a write) needs its folder watched before it was read
         racy = self.conn.execute("SELECT 1 FROM files WHERE mtime_ns <= 0 AND error IS NULL LIMIT 1").fetchone()
-        sound = racy is None and not self._gate.saw_symlink
-        self._watch.rearm(self._gate.folders, sound)
-        if sound and self._watch.active:
+        if self._watch.rearm(self._gate.folders, trusted=not self._gate.saw_symlink, racy=racy is not None):
             self._quiet_baseline = (self.conn, data_version)
 
     def _reconcile_documents(self) -> None:

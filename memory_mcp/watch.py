@@ -15,6 +15,7 @@ from __future__ import annotations
 
 import sys
 from collections.abc import Iterable
+from dataclasses import dataclass, field
 from pathlib import Path
 
 try:  # Linux only; optional so the package installs everywhere
@@ -29,7 +30,10 @@ LOCAL_FILESYSTEMS = frozenset(
 )
 
 _MASK = 0
+_FOLDER_EVENTS = 0
 if INotify is not None:
+    # the watched folder itself went away or moved, or its watch was dropped
+    _FOLDER_EVENTS = _flags.DELETE_SELF | _flags.MOVE_SELF | _flags.IGNORED | _flags.UNMOUNT
     _MASK = (
         _flags.MODIFY
         | _flags.ATTRIB
@@ -63,6 +67,16 @@ def filesystem_type(path: Path) -> str | None:
     return best_type
 
 
+@dataclass
+class Changes:
+    """What the kernel reported since the last pass."""
+
+    files: set[Path] = field(default_factory=set)  # paths named by file events
+    # True when only files changed (no folder created, removed or moved, no watch lost): a pass over `files`
+    # alone then sees everything a full scan would
+    complete: bool = True
+
+
 class CanonWatch:
     """Watches the folders of `memories/`; `poll()` says what changed since the last full pass (`rearm`)."""
 
@@ -91,44 +105,55 @@ class CanonWatch:
     def active(self) -> bool:
         return self._inotify is not None
 
-    def poll(self) -> set[Path] | None:
-        """What changed since the last `rearm`: the paths events named (empty: nothing at all), or None
-        when that is not known (not armed, or the kernel's queue overflowed): scan and trust nothing."""
+    def poll(self) -> Changes | None:
+        """What changed since the last pass (no files and complete: nothing at all), or None when that is
+        not known (not armed, or the kernel's queue overflowed): scan and trust nothing."""
         if self._inotify is None:
             return None
         events = self._inotify.read(timeout=0)
         if not self._armed:
             return None
         if not events:
-            return set()
-        self._armed = False  # the full pass that follows re-arms
-        changed: set[Path] = set()
+            return Changes()
+        self._armed = False  # the pass that follows re-arms
+        changes = Changes()
         for event in events:
             if event.mask & _flags.Q_OVERFLOW:
                 return None
             folder = self._watched.get(event.wd)
+            if folder is None or not event.name or event.mask & (_flags.ISDIR | _FOLDER_EVENTS):
+                changes.complete = False  # a folder came, went or moved: only a scan sees what is in it
             if folder is not None and event.name:
-                changed.add(folder / event.name)
-        return changed
+                changes.files.add(folder / event.name)
+        return changes
 
-    def rearm(self, folders: Iterable[Path], sound: bool) -> None:
-        """After a full pass: watch every folder it scanned; quiet() may skip the next pass only if `sound`."""
+    def resume(self) -> None:
+        """After a pass over only the files events named (no folder changed): the watch set is still whole."""
+        if self._inotify is not None:
+            self._armed = True
+
+    def rearm(self, folders: Iterable[Path], trusted: bool, racy: bool) -> bool:
+        """After a full pass: watch every folder it scanned. The next poll() is trusted (True returned) when
+        `trusted` and, if the pass left racy entries (files read within their write's mtime tick), when no
+        folder is new: a second same-tick write raises an event only in a folder watched before the read.
+        """
         if self._inotify is None:
-            return
+            return False
         wanted = {Path(f) for f in folders}
         try:
             for wd, folder in list(self._watched.items()):
                 if folder not in wanted:
                     self._remove(wd)
-            have = set(self._watched.values())
-            for folder in wanted - have:
+            new = wanted - set(self._watched.values())
+            for folder in new:
                 # a folder created after the scan began announced itself to its (watched) parent already
                 self._watched[self._inotify.add_watch(folder, _MASK)] = folder
         except OSError:
             # e.g. fs.inotify.max_user_watches reached, or a folder vanished: full passes are still correct
             self._armed = False
-            return
-        self._armed = sound
+            return False
+        self._armed = trusted and not (racy and new)
+        return self._armed
 
     def _remove(self, wd: int) -> None:
         self._watched.pop(wd, None)

@@ -30,7 +30,7 @@ async def settled_quiet_call(tools: Tools, query: str) -> dict:
     settle()
     await tools.recall(query)
     answer = await tools.recall(query)
-    assert reconcile_of(answer)["scan_skipped"] is True, reconcile_of(answer)
+    assert reconcile_of(answer)["scan"] == "none", reconcile_of(answer)
     return answer
 
 
@@ -51,25 +51,44 @@ async def test_unchanged_calls_skip_the_scan_and_every_kind_of_change_is_seen(to
     assert (mem / "a.md").stat().st_size == before.st_size
     answer = await tools.recall("Bruni")
     assert [r["id"] for r in answer["results"]] == ["watch-a"]
-    assert reconcile_of(answer)["scan_skipped"] is False and reconcile_of(answer)["reindexed"] == 1
+    # only the named file was read, not the whole store
+    assert reconcile_of(answer)["scan"] == "changed-files" and reconcile_of(answer)["reindexed"] == 1
     assert await tools.recall_ids("Rossi") == []
 
     # a folder made after the watch was set up, a file in it, then an edit inside it
     await settled_quiet_call(tools, "boiler")
     write_file(mem / "home" / "c.md", hand_memory("watch-c", "Garden tap", "The garden tap leaks in winter."))
-    assert await tools.recall_ids("garden tap") == ["watch-c"]
+    answer = await tools.recall("garden tap")
+    assert [r["id"] for r in answer["results"]] == ["watch-c"]
+    assert reconcile_of(answer)["scan"] == "full"  # a new folder: only a scan sees what is in it
     await settled_quiet_call(tools, "garden")
     write_file(mem / "home" / "c.md", hand_memory("watch-c", "Garden tap", "The garden tap was replaced in June."))
-    assert await tools.recall_ids("replaced june") == ["watch-c"]
+    answer = await tools.recall("replaced june")
+    assert [r["id"] for r in answer["results"]] == ["watch-c"] and reconcile_of(answer)["scan"] == "changed-files"
+
+    # two files swapped by hand (each id now at the other's path): the named-files pass hands over to a full one
+    await settled_quiet_call(tools, "garden")
+    os.rename(mem / "a.md", mem / "swap.tmp")
+    os.rename(mem / "home" / "c.md", mem / "a.md")
+    os.rename(mem / "swap.tmp", mem / "home" / "c.md")
+    answer = await tools.recall("garden tap")
+    assert [(r["id"], r["path"]) for r in answer["results"]] == [("watch-c", "memories/a.md")]
+    assert answer["index"]["unparseable"] == []
+    assert (await tools.read(id="watch-a"))["path"] == "memories/home/c.md"
+    os.rename(mem / "a.md", mem / "swap.tmp")
+    os.rename(mem / "home" / "c.md", mem / "a.md")
+    os.rename(mem / "swap.tmp", mem / "home" / "c.md")
 
     # rename and delete
     await settled_quiet_call(tools, "garden")
     os.rename(mem / "b.md", mem / "home" / "bike.md")
     found = await tools.recall("bike lock")
     assert [(r["id"], r["path"]) for r in found["results"]] == [("watch-b", "memories/home/bike.md")]
+    assert reconcile_of(found)["scan"] == "changed-files" and reconcile_of(found)["removed"] == 1
     await settled_quiet_call(tools, "bike")
     (mem / "home" / "bike.md").unlink()
-    assert await tools.recall_ids("bike lock") == []
+    found = await tools.recall("bike lock")
+    assert found["results"] == [] and reconcile_of(found)["scan"] == "changed-files"
 
     # a folder removed as a whole
     await settled_quiet_call(tools, "garden")
@@ -77,6 +96,7 @@ async def test_unchanged_calls_skip_the_scan_and_every_kind_of_change_is_seen(to
     (mem / "home").rmdir()
     answer = await tools.recall("garden tap")
     assert answer["results"] == [] and reconcile_of(answer)["scanned"] == 1
+    assert reconcile_of(answer)["scan"] == "full"
 
 
 async def test_another_process_writing_the_index_makes_the_next_call_scan(tools: Tools, store: Path) -> None:
@@ -87,7 +107,7 @@ async def test_another_process_writing_the_index_makes_the_next_call_scan(tools:
     tamper(store, "DELETE FROM files WHERE path = ?", ("memories/a.md",))
     answer = await tools.recall("boiler")
     rec = reconcile_of(answer)
-    assert rec["scan_skipped"] is False and rec["reindexed"] == 1
+    assert rec["scan"] == "full" and rec["reindexed"] == 1
     assert [r["id"] for r in answer["results"]] == ["watch-a"]
 
 
@@ -114,7 +134,7 @@ async def test_symlinks_in_memories_turn_the_skip_off_and_changes_are_still_seen
     await tools.recall("boiler")
     status = await tools.status()
     assert status["index"]["change_watch"].startswith("off: memories/ holds symlinks")
-    assert status["index"]["last_reconcile"]["scan_skipped"] is False
+    assert status["index"]["last_reconcile"]["scan"] == "full"
     write_file(mem / "real" / "a.md", hand_memory("watch-a", "Boiler service", "Serviced by Bruni."))
     assert await tools.recall_ids("Bruni") == ["watch-a"]
 
@@ -141,6 +161,6 @@ def test_the_setting_turns_the_watch_off_and_every_call_scans(tmp_path: Path) ->
         service.status()
         status = service.status()
         assert status.index.change_watch == "off: turned off (index.change_watch = false)"
-        assert status.index.last_reconcile.scan_skipped is False and status.index.last_reconcile.scanned == 1
+        assert status.index.last_reconcile.scan == "full" and status.index.last_reconcile.scanned == 1
     finally:
         service.close()
