@@ -471,8 +471,19 @@ def heat_of(conn: sqlite3.Connection, ids: list[str]) -> dict[str, tuple[int, st
 
 
 def bump_heat(conn: sqlite3.Connection, ids: list[str], when: str) -> None:
-    conn.executemany(
-        """INSERT INTO heat (memory_id, recalls, last_recalled) VALUES (?, 1, ?)
-           ON CONFLICT (memory_id) DO UPDATE SET recalls = recalls + 1, last_recalled = excluded.last_recalled""",
-        [(i, when) for i in ids],
-    )
+    # one transaction: in autocommit mode each row would be its own commit (10 WAL commits per recall)
+    own = not conn.in_transaction
+    if own:
+        conn.execute("BEGIN IMMEDIATE")
+    try:
+        conn.executemany(
+            """INSERT INTO heat (memory_id, recalls, last_recalled) VALUES (?, 1, ?)
+               ON CONFLICT (memory_id) DO UPDATE SET recalls = recalls + 1, last_recalled = excluded.last_recalled""",
+            [(i, when) for i in ids],
+        )
+        if own:
+            conn.execute("COMMIT")
+    except BaseException:
+        if own:
+            conn.execute("ROLLBACK")
+        raise
