@@ -13,6 +13,8 @@ pass a full one. Without a watch every pass is a full one, as before.
 
 from __future__ import annotations
 
+import os
+import re
 import sys
 from collections.abc import Iterable
 from dataclasses import dataclass, field
@@ -29,6 +31,7 @@ LOCAL_FILESYSTEMS = frozenset(
     {"ext2", "ext3", "ext4", "xfs", "btrfs", "tmpfs", "ramfs", "overlay", "f2fs", "zfs", "jfs", "reiserfs", "bcachefs"}
 )
 
+_OCTAL_ESCAPE = re.compile(rb"\\([0-7]{3})")
 _MASK = 0
 _FOLDER_EVENTS = 0
 if INotify is not None:
@@ -50,20 +53,21 @@ if INotify is not None:
 def filesystem_type(path: Path) -> str | None:
     """The type of the filesystem holding `path`, from /proc/self/mountinfo (None when unknown)."""
     try:
-        real = str(path.resolve())
-        lines = Path("/proc/self/mountinfo").read_text(encoding="utf-8", errors="replace").splitlines()
+        real = os.fsencode(path.resolve())
+        lines = Path("/proc/self/mountinfo").read_bytes().splitlines()
     except OSError:
         return None
-    best, best_type = "", None
+    best, best_type = b"", None
     for line in lines:
-        head, sep, tail = line.partition(" - ")
+        head, sep, tail = line.partition(b" - ")
         fields = head.split()
         if not sep or len(fields) < 5 or not tail:
             continue
-        mount = fields[4].encode().decode("unicode_escape")  # mountinfo escapes spaces as \040
-        inside = real == mount or real.startswith(mount.rstrip("/") + "/")
+        # compared as bytes: mountinfo escapes space, tab, newline and backslash as \ooo, other bytes are raw
+        mount = _OCTAL_ESCAPE.sub(lambda m: bytes([int(m.group(1), 8)]), fields[4])
+        inside = real == mount or real.startswith(mount.rstrip(b"/") + b"/")
         if inside and len(mount) >= len(best):  # the longest (and, if equal, the latest) mount wins
-            best, best_type = mount, tail.split()[0]
+            best, best_type = mount, os.fsdecode(tail.split()[0])
     return best_type
 
 
