@@ -42,6 +42,10 @@ import sys
 import tempfile
 import time
 from pathlib import Path
+from typing import TYPE_CHECKING
+
+if TYPE_CHECKING:
+    from memory_mcp.session import StoreSession
 
 EN = """account address agent alert answer api apple archive backup bank battery billing birthday book branch
 bridge budget bug build cache calendar camera car card cat chart city client cloud coffee config contract cost
@@ -142,6 +146,18 @@ def pct(values: list[float], p: float) -> float:
     return values[min(len(values) - 1, int(len(values) * p))]
 
 
+def time_unchanged_calls(session: StoreSession, n: int) -> tuple[list[float], list[float]]:
+    """Wall and CPU milliseconds of `n` reconcile-first steps with nothing changed."""
+    wall, cpu = [], []
+    for _ in range(n):
+        t0, c0 = time.perf_counter(), time.process_time()
+        with session.transaction():
+            pass
+        wall.append((time.perf_counter() - t0) * 1000)
+        cpu.append((time.process_time() - c0) * 1000)
+    return wall, cpu
+
+
 def measure(root: Path, n_queries: int) -> dict:
     from memory_mcp.service import MemoryService
 
@@ -152,26 +168,14 @@ def measure(root: Path, n_queries: int) -> dict:
         pass
     cold, cold_cpu = time.perf_counter() - t0, time.process_time() - c0
     indexed = report.reindexed
-    nochange, nochange_cpu = [], []
-    for _ in range(30):
-        t0, c0 = time.perf_counter(), time.process_time()
-        with session.transaction():
-            pass
-        nochange.append((time.perf_counter() - t0) * 1000)
-        nochange_cpu.append((time.process_time() - c0) * 1000)
+    nochange, nochange_cpu = time_unchanged_calls(session, 30)
     # the same no-change call with the change watch off: the full stat scan a one-shot CLI call, a server on
     # a network filesystem or one outside Linux makes (a second service; its writes end the first one's skip)
     scanning = MemoryService(root, change_watch=False)
     scan_session = scanning.session()
     with scan_session.transaction():
         pass
-    scan, scan_cpu = [], []
-    for _ in range(15):
-        t0, c0 = time.perf_counter(), time.process_time()
-        with scan_session.transaction():
-            pass
-        scan.append((time.perf_counter() - t0) * 1000)
-        scan_cpu.append((time.process_time() - c0) * 1000)
+    scan, scan_cpu = time_unchanged_calls(scan_session, 15)
     scanning.close()
     files = sorted((root / "memories").glob("*.md"))
     rng = random.Random(3)

@@ -184,7 +184,7 @@ def reconcile_files(
     would do for them, without stat-ing the rest. None when only a full pass can judge (a duplicate id,
     a symlink, something that is not a regular file): nothing is changed then."""
     started = time.perf_counter()
-    if conn.execute("SELECT 1 FROM files WHERE error LIKE 'duplicate id%' LIMIT 1").fetchone():
+    if _has_duplicate_ids(conn):
         return None
     # the scan's rules: Markdown files only, hidden names skipped
     wanted = sorted(r for r in rels if r.endswith(".md") and not any(p.startswith(".") for p in r.split("/")))
@@ -213,7 +213,7 @@ def reconcile_files(
             report.hashed += outcome.hashed
             report.reindexed += outcome.reindexed
             report.removed += outcome.removed
-        if conn.execute("SELECT 1 FROM files WHERE error LIKE 'duplicate id%' LIMIT 1").fetchone():
+        if _has_duplicate_ids(conn):  # this pass made one: only the full pass's retry settles it
             conn.execute("ROLLBACK")
             return None
         conn.execute("COMMIT")
@@ -224,6 +224,10 @@ def reconcile_files(
     report.unparseable = conn.execute("SELECT count(*) FROM files WHERE error IS NOT NULL").fetchone()[0]
     report.seconds = round(time.perf_counter() - started, 6)
     return report
+
+
+def _has_duplicate_ids(conn: sqlite3.Connection) -> bool:
+    return conn.execute("SELECT 1 FROM files WHERE error LIKE 'duplicate id%' LIMIT 1").fetchone() is not None
 
 
 def _sha(row: ix.FileRow | None) -> str | None:
