@@ -168,6 +168,8 @@ class DocumentSource:
     extensions: tuple[str, ...]
     ignore: tuple[str, ...]
     max_file_bytes: int
+    # a project file's sources must stay inside this (its project root), checked again on every scan
+    within: Path | None = None
 
 
 @dataclass(frozen=True)
@@ -204,6 +206,7 @@ class Settings:
 
     def document_sources(self) -> list[DocumentSource]:
         base = self.project_root if self.project_root is not None else Path.cwd()
+        from_project = self.origins["documents.sources"].startswith("project file")
         return [
             DocumentSource(
                 label=s["label"],
@@ -211,6 +214,7 @@ class Settings:
                 extensions=tuple(s["extensions"]),
                 ignore=tuple(s["ignore"]),
                 max_file_bytes=s["max_file_bytes"],
+                within=self.project_root if from_project else None,
             )
             for s in self.values["documents.sources"]
         ]
@@ -229,6 +233,14 @@ class Settings:
 def _resolve(path: str, base: Path) -> Path:
     p = Path(path).expanduser()
     return Path(os.path.normpath(p if p.is_absolute() else base / p))
+
+
+def _leaves(path: Path, project_root: Path) -> str | None:
+    """Why `path` resolves outside the project root (through a symlink), or None when it stays inside."""
+    real_root, real = Path(os.path.realpath(project_root)), Path(os.path.realpath(path))
+    if real_root in real.parents:
+        return None
+    return f"it resolves through a symlink to {real}, outside the project root {real_root}"
 
 
 def _suggest(key: str, known: Any) -> str:
@@ -516,6 +528,10 @@ def load_settings(
         files.append(("--config", Path(os.path.abspath(Path(config_path).expanduser())), True))
     for kind, path, required in files:
         layer = f"{kind} {path}"
+        if kind == "project file" and project_root is not None and (escape := _leaves(path, project_root)):
+            # a cloned project's `.memory` (or its config.toml) linked elsewhere: never read; the store is refused too
+            layers.append(f"{layer} (not read: {escape})")
+            continue
         if not path.exists():
             if required:
                 raise ConfigError(f"{layer}: no such file")

@@ -6,6 +6,7 @@ the core modules this calls (canon, index, reconcile, query, ranking, lifecycle,
 
 from __future__ import annotations
 
+import os
 import time
 from collections import defaultdict
 from collections.abc import Callable, Sequence
@@ -440,12 +441,10 @@ class MemoryService:
     @staticmethod
     def _new_path(store: Store, title: str, mem_id: str) -> Path:
         base = f"{canon.slugify(title)}-{mem_id[-6:].lower()}"
-        path = store.memories_dir / f"{base}.md"
-        n = 2
-        while path.exists():
-            path = store.memories_dir / f"{base}-{n}.md"
-            n += 1
-        return path
+        name, n = f"{base}.md", 2
+        while os.path.lexists(store.memories_dir / name):
+            name, n = f"{base}-{n}.md", n + 1
+        return store.memory_file(f"memories/{name}")
 
     @staticmethod
     def _link_supersede(s: StoreSession, old: ix.IndexedMemory, new_id: str, now: str) -> None:
@@ -457,7 +456,7 @@ class MemoryService:
                 meta["state"] = State.ARCHIVED.value
             meta["updated"] = now
 
-        canon.rewrite(s.store.root / old.path, mutate)
+        canon.rewrite(s.store.memory_file(old.path), mutate)
 
     # ------------------------------------------------------------ recall
 
@@ -756,7 +755,7 @@ class MemoryService:
             label = None
             if id is not None:
                 o, mem = locate(opened, id)
-                full, rel = o.session.store.root / mem.path, mem.path
+                full, rel = o.session.store.memory_file(mem.path), mem.path
             elif _is_memory_path(path):
                 o, full, rel = self._memory_file(opened, path)
                 mem = ix.get_memory(o.session.conn, path=rel)
@@ -805,6 +804,7 @@ class MemoryService:
             rel = o.session.store.relative(full)
             if not rel.startswith("memories/") or not rel.endswith(".md"):
                 raise InputError(f"path: '{path}' is not a memory file (memories/*.md)")
+            full = o.session.store.memory_file(rel)
             if full.is_file():
                 return o, full, rel
         raise NotFoundError(f"path: no file at '{path}'")
@@ -927,7 +927,7 @@ class MemoryService:
         """A memory's editable fields parsed from the file bytes, with their sha256 (for a safe edit)."""
         with self.scopes.open(scope, store) as opened:
             o, mem = locate(opened, id)
-            data = (o.session.store.root / mem.path).read_bytes()
+            data = o.session.store.memory_file(mem.path).read_bytes()
             try:
                 parsed = canon.parse(data, Path(mem.path).stem, "")
             except canon.CanonError as exc:
@@ -1068,7 +1068,7 @@ class MemoryService:
             meta["updated"] = now
 
         try:
-            canon.rewrite(s.store.root / mem.path, mutate, new_title, new_body, expected_sha=expected_sha256)
+            canon.rewrite(s.store.memory_file(mem.path), mutate, new_title, new_body, expected_sha=expected_sha256)
         except canon.CanonError as exc:
             raise StaleWriteError(f"expected_sha256: {exc}; nothing was written") from None
         return [(mem.id, mem.path)], "edited: " + ", ".join(
@@ -1097,7 +1097,7 @@ class MemoryService:
             canon.set_list(meta, "supersedes", [*links, old.id])
             meta["updated"] = now
 
-        canon.rewrite(s.store.root / new.path, add_link)
+        canon.rewrite(s.store.memory_file(new.path), add_link)
         self._link_supersede(s, old, new.id, now)
         return [(new.id, new.path), (old.id, old.path)], f"{old.id} superseded by {new.id}; {old.id} archived"
 
@@ -1120,7 +1120,7 @@ class MemoryService:
             if target is State.DEPRECATED:
                 meta["deprecated_reason"] = (reason or "").strip()
 
-        canon.rewrite(s.store.root / mem.path, mutate)
+        canon.rewrite(s.store.memory_file(mem.path), mutate)
 
     def _link(
         self, s: StoreSession, mem: ix.IndexedMemory, other_id: str | None, now: str
@@ -1142,7 +1142,7 @@ class MemoryService:
                 canon.set_list(meta, "related", [*links, b_id])
                 meta["updated"] = now
 
-            canon.rewrite(s.store.root / a.path, mutate)
+            canon.rewrite(s.store.memory_file(a.path), mutate)
             changed.append((a.id, a.path))
         if not changed:
             raise InputError(f"other_id: '{mem.id}' and '{other.id}' are already linked")
@@ -1195,7 +1195,7 @@ class MemoryService:
                     if note:
                         entry["note"] = note.strip()
 
-        canon.rewrite(s.store.root / holder.path, mutate)
+        canon.rewrite(s.store.memory_file(holder.path), mutate)
         if holder.id not in {i for i, _ in changed}:
             changed.append((holder.id, holder.path))
         return changed, message
@@ -1220,7 +1220,7 @@ class MemoryService:
             if mode == "purge":
                 if confirm is not True:
                     raise InputError("confirm: purge deletes the file; pass confirm=true to really delete it")
-                (s.store.root / mem.path).unlink()
+                s.store.memory_file(mem.path).unlink()
                 s.write_files([mem.path])
                 return ForgetAnswer(
                     id=id,
@@ -1432,7 +1432,7 @@ class MemoryService:
             if disk[rel].problem:
                 continue
             row = files.get(rel)
-            data = (s.store.root / rel).read_bytes()
+            data = s.store.memory_file(rel).read_bytes()
             sha = canon.sha256_bytes(data)
             if row is None:
                 out.append(Mismatch(path=rel, id=None, problem="file not in the index"))
