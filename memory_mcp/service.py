@@ -34,7 +34,7 @@ from .documents import (
     source_status,
 )
 from .errors import InputError, NotFoundError, StaleWriteError
-from .lifecycle import check_editable, check_transition
+from .lifecycle import check_editable, check_purge, check_transition
 from .models import (
     BrowseAnswer,
     ChainLink,
@@ -1112,13 +1112,16 @@ class MemoryService:
 
     @staticmethod
     def _transition(s: StoreSession, mem: ix.IndexedMemory, target: State, reason: str | None, now: str) -> None:
-        check_transition(State(mem.state), target, reason)
+        current = State(mem.state)
+        check_transition(current, target, reason)
 
         def mutate(meta: dict) -> None:
             meta["state"] = target.value
             meta["updated"] = now
             if target is State.DEPRECATED:
                 meta["deprecated_reason"] = (reason or "").strip()
+            elif current is State.DEPRECATED:  # reactivation; deprecated_reason stays as the history
+                meta["reactivated_reason"] = (reason or "").strip()
 
         canon.rewrite(s.store.memory_file(mem.path), mutate)
 
@@ -1218,6 +1221,7 @@ class MemoryService:
             s = o.session
             now = canon.now_iso()
             if mode == "purge":
+                check_purge(State(mem.state))
                 if confirm is not True:
                     raise InputError("confirm: purge deletes the file; pass confirm=true to really delete it")
                 s.store.memory_file(mem.path).unlink()

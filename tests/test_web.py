@@ -218,7 +218,22 @@ def test_deprecate_needs_a_reason(client: TestClient, example: Path) -> None:
     meta = read_frontmatter(path)
     assert meta["state"] == "deprecated" and meta["deprecated_reason"] == "moved to Vault"
     page = client.get(f"/memory/{mem_id}").text
-    assert "/edit" not in page and "Purge" in page  # terminal: only purge is offered
+    # frozen: no edit, no archive; reactivation (with a reason) and purge are offered
+    assert "/edit" not in page and "/archive" not in page and "/reactivate" in page and "Purge" in page
+
+
+def test_reactivate_a_deprecated_memory_with_a_reason(client: TestClient, example: Path) -> None:
+    mem_id, path = pick(example, "deprecated")
+    token = token_of(client.get(f"/memory/{mem_id}").text)
+    before = path.read_bytes()
+    r = post(client, f"/memory/{mem_id}/reactivate", {"reason": " "}, token)
+    assert r.status_code == 400 and "reactivating a deprecated memory requires a reason" in r.text
+    assert path.read_bytes() == before
+    r = post(client, f"/memory/{mem_id}/reactivate", {"reason": "true again"}, token)
+    assert r.status_code == 303
+    meta = read_frontmatter(path)
+    assert meta["state"] == "active" and meta["reactivated_reason"] == "true again"
+    assert "Reactivated" in client.get(r.headers["location"]).text
 
 
 def test_purge_needs_the_id_or_title_typed(client: TestClient, example: Path) -> None:
@@ -231,9 +246,16 @@ def test_purge_needs_the_id_or_title_typed(client: TestClient, example: Path) ->
     r = post(client, f"/memory/{mem_id}/purge", {"confirm_text": title_of(path)}, token)
     assert r.status_code == 303 and not path.exists()
     assert mem_id not in [i["id"] for i in items(client.get("/memories").text)]
+    # an active memory is not offered for purge, and a forged purge is refused: archive or deprecate first
     other_id, other = pick(example, "active")
-    assert post(client, f"/memory/{other_id}/purge", {"confirm_text": other_id}, token).status_code == 303
-    assert not other.exists()
+    page = client.get(f"/memory/{other_id}").text
+    assert "/purge" not in page and "archive or deprecate it first" in page
+    r = post(client, f"/memory/{other_id}/purge", {"confirm_text": other_id}, token)
+    assert r.status_code == 409 and "must be archived or deprecated first" in r.text
+    assert other.exists()
+    deprecated_id, deprecated = pick(example, "deprecated")
+    assert post(client, f"/memory/{deprecated_id}/purge", {"confirm_text": deprecated_id}, token).status_code == 303
+    assert not deprecated.exists()
 
 
 def test_resolve_conflict_keep_both(client: TestClient, example: Path) -> None:
