@@ -91,7 +91,13 @@ SETTINGS: tuple[Setting, ...] = (
     _i("recall.default_limit", 5, 1, 1000, "results returned when the caller gives no limit"),
     _i("recall.max_limit", 20, 1, 1000, "largest limit a caller may ask for"),
     # status: compaction candidates
-    _i("compaction.min_age_days", 30, 0, 36500, "memories younger than this are never compaction candidates"),
+    _i(
+        "compaction.min_age_days",
+        30,
+        0,
+        36500,
+        "episodes updated or recalled more recently than this many days are never compaction candidates",
+    ),
     _i("compaction.min_group", 3, 2, 10_000, "smallest group of similar memories worth compacting"),
     # conflict gate (conflicts.py)
     _f("conflicts.near_text_similarity", 0.5, 0.0, 1.0, "word-set similarity at which two memories are neighbours"),

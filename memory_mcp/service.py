@@ -80,10 +80,17 @@ RECALL_LIMIT = (1, 20)
 BROWSE_LIMIT = (1, 500)
 COMPACTION_MIN_AGE_DAYS = 30
 COMPACTION_MIN_GROUP = 3
-NOT_RESTORED_BY_REBUILD = ["recall counts (heat) when .index/ is deleted or unreadable"]
+NOT_RESTORED_BY_REBUILD = [
+    "recall counts (heat) and last recall times when .index/ is deleted or unreadable "
+    "(derived, index-only: compaction then counts every old episode as never recalled)"
+]
 UPDATE_OPS = ("edit", "supersede", "set_state", "link", "resolve_conflict")
 FORGET_MODES = ("archive", "deprecate", "purge")
 RESOLUTIONS = ("keep_both", "supersede")
+
+
+def utc_now() -> datetime:
+    return datetime.now(UTC)
 
 
 @dataclass(frozen=True)
@@ -290,8 +297,11 @@ class MemoryService:
         semantic: sem.SemanticConfig | None = None,
         collapse_jaccard: float | None = 0.9,
         change_watch: bool = True,
+        clock: Callable[[], datetime] = utc_now,
     ) -> None:
         self.root = root.expanduser().absolute()
+        # what "now" is for recall times, freshness, reviews due and compaction ages (injectable to age a recall)
+        self.clock = clock
         self.ranking = ranking
         self.limits = limits or Limits()
         # hybrid search: None = keyword recall only; collapse_jaccard None = never collapse near-duplicates
@@ -539,7 +549,7 @@ class MemoryService:
                 for o in opened:
                     ids = [r.id for r in results if r.kind == "memory" and r.scope == o.scope]
                     if ids:
-                        ix.bump_heat(o.session.conn, ids, canon.now_iso())
+                        ix.bump_heat(o.session.conn, ids, canon.iso_utc(self.clock()))
             legs = [leg for p in pools for leg in p.plan.legs] + (["cosine"] if ran == "hybrid" else [])
             plan_text = "+".join(dict.fromkeys(legs)) or "no terms"
             return RecallAnswer(
@@ -680,7 +690,7 @@ class MemoryService:
                 lines = {rowid: (chunk, cited_line(pool.plan.terms, chunk)) for rowid, chunk in chunks.items()}
                 cited[n] = {rowid: (chunk, line) for rowid, (chunk, line) in lines.items() if line is not None}
                 pool.plan.candidates = {r: c for r, c in pool.plan.candidates.items() if r in cited[n]}
-        now = datetime.now(UTC)
+        now = self.clock()
         scored: list[tuple[float, str, Callable[[], RecallResult]]] = []
         for n, pool in enumerate(pools):
             cands, terms = pool.plan.candidates, pool.plan.terms
@@ -1256,7 +1266,7 @@ class MemoryService:
             by = {}
             for col in ("state", "type", "trust"):
                 by[col] = {r[0]: r[1] for r in conn.execute(f"SELECT {col}, count(*) FROM memories GROUP BY {col}")}
-            today = date.today().isoformat()
+            today = self.clock().astimezone().date().isoformat()  # review dates are local calendar days
             review = [
                 ReviewDue(id=r[0], title=r[1], path=r[2], review_after=r[3])
                 for r in conn.execute(
@@ -1292,15 +1302,17 @@ class MemoryService:
             )
 
     def _compaction(self, s: StoreSession) -> list[CompactionCandidate]:
-        cutoff = (datetime.now(UTC) - timedelta(days=self.limits.compaction_min_age_days)).isoformat()
+        """Active episodes neither updated (the file's `updated`) nor recalled (the index's last recall time)
+        for `compaction.min_age_days`, grouped by a shared entity."""
+        cutoff = canon.iso_utc(self.clock() - timedelta(days=self.limits.compaction_min_age_days))
         rows = s.conn.execute(
             """SELECT e.entity, m.id, m.title, m.created FROM memories m
                JOIN entities e ON e.memory_rowid = m.rowid
                LEFT JOIN heat h ON h.memory_id = m.id
-               WHERE m.type = 'episode' AND m.state = 'active' AND m.created < ?
-                 AND coalesce(h.recalls, 0) = 0 AND m.superseded_by = '[]'
+               WHERE m.type = 'episode' AND m.state = 'active' AND m.updated < ?
+                 AND (h.last_recalled IS NULL OR h.last_recalled < ?) AND m.superseded_by = '[]'
                ORDER BY e.entity, m.created""",
-            (cutoff,),
+            (cutoff, cutoff),
         )
         groups: dict[str, list[tuple[str, str, str]]] = defaultdict(list)
         for entity, mid, title, created in rows:
@@ -1317,7 +1329,8 @@ class MemoryService:
                     oldest=items[0][2],
                     newest=items[-1][2],
                     suggestion=(
-                        f"distil these {len(items)} un-recalled episodes about '{entity}' into one knowledge "
+                        f"distil these {len(items)} episodes about '{entity}' (not updated or recalled for "
+                        f"{self.limits.compaction_min_age_days}+ days) into one knowledge "
                         "memory that supersedes them (memory_remember type=knowledge supersedes=[...])"
                     ),
                 )

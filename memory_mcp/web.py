@@ -837,7 +837,7 @@ removed {rec.removed}, unparseable {rec.unparseable} in {rec.seconds * 1000:.1f}
 <div class="grid2">
 {section("Unresolved conflicts", conflicts, "No open conflicts.")}
 {section("Review due", review, "Nothing is due for review.")}
-{section("Compaction candidates", compaction, "No groups of old, un-recalled episodes.")}
+{section("Compaction candidates", compaction, "No groups of episodes left unedited and un-recalled for long.")}
 {section("Unparseable files", unparseable, "Every file parses.")}
 </div>
 <section class="card"><h2>Index freshness</h2>{freshness}</section>"""
