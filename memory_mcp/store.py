@@ -13,7 +13,7 @@ import os
 import re
 import stat
 from dataclasses import dataclass
-from pathlib import Path, PurePosixPath
+from pathlib import Path
 
 from .errors import ContainmentError, InputError
 
@@ -127,29 +127,32 @@ class Store:
         """The absolute path of the memory file `rel` (`memories/...`), refused when it resolves outside memories/.
 
         Defence in depth below `check_contained`: a symlinked file, or a symlinked subfolder on the way, must
-        resolve inside the real `memories/`. One lstat per path component; real paths only when a link is seen.
+        resolve inside the real `memories/`. One lstat per path component (plain strings: this runs for every
+        file a reconcile reads); real paths only when a link is seen.
         """
-        parts = PurePosixPath(rel).parts
-        if not parts or parts[0] != "memories" or ".." in parts or len(parts) < 2:
+        parts = rel.split("/")
+        if len(parts) < 2 or parts[0] != "memories" or ".." in parts or "" in parts:
             raise ContainmentError(f"path: '{rel}' is not inside memories/")
-        full = self.root.joinpath(*parts)
-        path = self.root
+        path = str(self.root)
         for part in parts:
-            path = path / part
+            path = os.path.join(path, part)
             try:
                 is_link = stat.S_ISLNK(os.lstat(path).st_mode)
             except OSError:
                 break  # not there (a new file): nothing below can be a link
             if is_link:
-                real_memories = Path(os.path.realpath(self.memories_dir))
-                real = Path(os.path.realpath(full))
-                if not _below(real_memories, Path(os.path.realpath(self.root))) or not _below(real, real_memories):
-                    raise ContainmentError(
-                        f"path: '{rel}' goes through the symlink {self.relative(path)} to {real}, outside "
-                        f"{self.root}/memories; nothing was read, written or deleted"
-                    )
+                self._check_link(rel, Path(path))
                 break
-        return full
+        return self.root.joinpath(*parts)
+
+    def _check_link(self, rel: str, link: Path) -> None:
+        real_memories = Path(os.path.realpath(self.memories_dir))
+        real = Path(os.path.realpath(self.root.joinpath(*rel.split("/"))))
+        if not _below(real_memories, Path(os.path.realpath(self.root))) or not _below(real, real_memories):
+            raise ContainmentError(
+                f"path: '{rel}' goes through the symlink {self.relative(link)} to {real}, outside "
+                f"{self.root}/memories; nothing was read, written or deleted"
+            )
 
     def relative(self, path: Path) -> str:
         return path.relative_to(self.root).as_posix()
