@@ -9,6 +9,7 @@ outside is byte-for-byte what it was (nothing created, served, changed or delete
 
 from __future__ import annotations
 
+import json
 import os
 import subprocess
 import sys
@@ -136,16 +137,30 @@ async def test_the_issue_reproduction_through_the_cli(tmp_path: Path) -> None:
 
 
 def test_a_project_file_behind_the_link_is_not_read(tmp_path: Path) -> None:
-    account, project, _, _ = _setup(tmp_path, "project .memory/")
+    account, project, outside, _ = _setup(tmp_path, "project .memory/")
     r = subprocess.run(
-        [sys.executable, "-m", "memory_mcp", "--store", str(account), "--project-root", str(project), "config"],
+        [
+            sys.executable,
+            "-m",
+            "memory_mcp",
+            "--store",
+            str(account),
+            "--project-root",
+            str(project),
+            "config",
+            "--json",
+        ],
         env=server_env(account),
         capture_output=True,
         text=True,
         timeout=60,
     )
     assert r.returncode == 0, r.stderr
-    assert "recall.default_limit" in r.stdout and "= 7" not in r.stdout.split("recall.default_limit", 1)[1][:40]
+    answer = json.loads(r.stdout)
+    limit = next(s for s in answer["settings"] if s["key"] == "recall.default_limit")
+    assert (limit["value"], limit["origin"]) == (5, "default")  # the outside file says 7
+    [layer] = [x for x in answer["layers"] if x.startswith("project file")]
+    assert f"not read: it resolves through a symlink to {outside / 'config.toml'}" in layer
 
 
 async def test_a_link_planted_while_the_server_runs_is_refused_at_the_next_call(tmp_path: Path) -> None:
