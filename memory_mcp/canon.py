@@ -185,8 +185,13 @@ def norm_hash(title: str, body: str) -> str:
     return hashlib.sha256(normalised_text(title, body).encode("utf-8")).hexdigest()
 
 
+def iso_utc(moment: datetime) -> str:
+    """The canon's timestamp form: UTC, whole seconds, `Z`."""
+    return moment.astimezone(UTC).replace(microsecond=0).isoformat().replace("+00:00", "Z")
+
+
 def now_iso() -> str:
-    return datetime.now(UTC).replace(microsecond=0).isoformat().replace("+00:00", "Z")
+    return iso_utc(datetime.now(UTC))
 
 
 def _as_text(value: Any) -> str:

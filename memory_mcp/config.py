@@ -91,7 +91,13 @@ SETTINGS: tuple[Setting, ...] = (
     _i("recall.default_limit", 5, 1, 1000, "results returned when the caller gives no limit"),
     _i("recall.max_limit", 20, 1, 1000, "largest limit a caller may ask for"),
     # status: compaction candidates
-    _i("compaction.min_age_days", 30, 0, 36500, "memories younger than this are never compaction candidates"),
+    _i(
+        "compaction.min_age_days",
+        30,
+        0,
+        36500,
+        "episodes updated or recalled more recently than this many days are never compaction candidates",
+    ),
     _i("compaction.min_group", 3, 2, 10_000, "smallest group of similar memories worth compacting"),
     # conflict gate (conflicts.py)
     _f("conflicts.near_text_similarity", 0.5, 0.0, 1.0, "word-set similarity at which two memories are neighbours"),
@@ -168,6 +174,8 @@ class DocumentSource:
     extensions: tuple[str, ...]
     ignore: tuple[str, ...]
     max_file_bytes: int
+    # a project file's sources must stay inside this (its project root), checked again on every scan
+    within: Path | None = None
 
 
 @dataclass(frozen=True)
@@ -204,6 +212,7 @@ class Settings:
 
     def document_sources(self) -> list[DocumentSource]:
         base = self.project_root if self.project_root is not None else Path.cwd()
+        from_project = self.origins["documents.sources"].startswith("project file")
         return [
             DocumentSource(
                 label=s["label"],
@@ -211,6 +220,7 @@ class Settings:
                 extensions=tuple(s["extensions"]),
                 ignore=tuple(s["ignore"]),
                 max_file_bytes=s["max_file_bytes"],
+                within=self.project_root if from_project else None,
             )
             for s in self.values["documents.sources"]
         ]
@@ -229,6 +239,14 @@ class Settings:
 def _resolve(path: str, base: Path) -> Path:
     p = Path(path).expanduser()
     return Path(os.path.normpath(p if p.is_absolute() else base / p))
+
+
+def _leaves(path: Path, project_root: Path) -> str | None:
+    """Why `path` resolves outside the project root (through a symlink), or None when it stays inside."""
+    real_root, real = Path(os.path.realpath(project_root)), Path(os.path.realpath(path))
+    if real_root in real.parents:
+        return None
+    return f"it resolves through a symlink to {real}, outside the project root {real_root}"
 
 
 def _suggest(key: str, known: Any) -> str:
@@ -516,6 +534,10 @@ def load_settings(
         files.append(("--config", Path(os.path.abspath(Path(config_path).expanduser())), True))
     for kind, path, required in files:
         layer = f"{kind} {path}"
+        if kind == "project file" and project_root is not None and (escape := _leaves(path, project_root)):
+            # a cloned project's `.memory` (or its config.toml) linked elsewhere: never read; the store is refused too
+            layers.append(f"{layer} (not read: {escape})")
+            continue
         if not path.exists():
             if required:
                 raise ConfigError(f"{layer}: no such file")

@@ -17,8 +17,12 @@ from .query import fold, terms_of
 NEAR_TEXT_SIMILARITY = 0.5
 MAX_CONFLICTS = 5
 TRUST_RANK = {Trust.AGENT_INFERRED.value: 0, Trust.IMPORTED.value: 1, Trust.USER_STATED.value: 2}
-# Statements that change over time: a newer one may simply replace an older one.
+# Statements that change over time: a newer one may simply replace an older one. Episodes record events
+# (a later one does not make an earlier one false); knowledge and reference are distilled or cited
+# material a later memory more often adds to than replaces. Handoffs never reach the gate.
 TIME_VARYING_TYPES = {"fact", "preference", "decision"}
+# Further apart than this, a newer statement reads as "replaced"; closer, as "contradicted the same week".
+LATEST_WINS_MIN_DAYS = 7
 
 
 def _token_set(text: str) -> set[str]:
@@ -41,6 +45,15 @@ def _days_between(a: str, b: str) -> float:
         return d if d.tzinfo else d.replace(tzinfo=UTC)
 
     return round(abs((parse(a) - parse(b)).total_seconds()) / 86400, 2)
+
+
+def latest_wins_eligible(mem_type: str, a_created: str, a_trust: str, b_created: str, b_trust: str) -> bool:
+    """May the newer of two memories simply replace the older? A time-varying type, more than
+    LATEST_WINS_MIN_DAYS apart, and the newer at least as trusted as the older."""
+    if mem_type not in TIME_VARYING_TYPES or _days_between(a_created, b_created) <= LATEST_WINS_MIN_DAYS:
+        return False
+    (_, newer_trust), (_, older_trust) = sorted(((a_created, a_trust), (b_created, b_trust)), reverse=True)
+    return TRUST_RANK.get(newer_trust, 0) >= TRUST_RANK.get(older_trust, 0)
 
 
 def find_neighbours(
@@ -102,9 +115,7 @@ def find_neighbours(
                 shared_entities=shared,
                 text_similarity=round(sim, 3),
                 days_apart=_days_between(created, mem.created),
-                latest_wins_eligible=(
-                    mem_type in TIME_VARYING_TYPES and TRUST_RANK.get(trust, 0) >= TRUST_RANK.get(mem.trust, 0)
-                ),
+                latest_wins_eligible=latest_wins_eligible(mem_type, created, trust, mem.created, mem.trust),
                 pair_hash=ix.pair_hash(mem.id, new_id),
             )
         )

@@ -8,6 +8,7 @@ writes a document.
 
 from __future__ import annotations
 
+import errno
 import fnmatch
 import functools
 import os
@@ -103,6 +104,11 @@ def scan_source(source: DocumentSource) -> dict[str, tuple[int, int]]:
     # real paths: memory_read resolves the path it is given, and must find the same string in doc_files
     # (a project bound through a symlink, a source directory that is a symlink)
     root = Path(os.path.realpath(source.path))
+    if source.within is not None:
+        # a project's source checked at load time may have been swapped for a symlink since
+        real_within = Path(os.path.realpath(source.within))
+        if root != real_within and real_within not in root.parents:
+            return out
     if not root.is_dir():
         return out
     exts = tuple(e.lower() for e in source.extensions)
@@ -150,7 +156,7 @@ def reconcile_documents(
             _drop_chunks(conn, path)
             continue
         try:
-            data = Path(path).read_bytes()
+            data = _read_no_follow(path)
         except OSError as exc:
             _record(conn, path, label, mtime, size, "", f"cannot read: {exc.strerror}")
             _drop_chunks(conn, path)
@@ -187,6 +193,15 @@ def reconcile_documents(
     ]
     report.seconds = round(time.perf_counter() - started, 6)
     return report
+
+
+def _read_no_follow(path: str) -> bytes:
+    """A document's bytes; a file swapped for a symlink since the scan is refused, not followed."""
+    fd = os.open(path, os.O_RDONLY | getattr(os, "O_NOFOLLOW", 0) | getattr(os, "O_NONBLOCK", 0))
+    with os.fdopen(fd, "rb") as fh:
+        if not stat.S_ISREG(os.fstat(fd).st_mode):
+            raise OSError(errno.EINVAL, "not a regular file", path)
+        return fh.read()
 
 
 def _record(

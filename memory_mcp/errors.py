@@ -23,3 +23,7 @@ class StaleWriteError(MemoryMcpError):
 
 class StoreAccessError(MemoryMcpError):
     """The store cannot be locked, read or written right now (permissions, read-only disk, a busy lock)."""
+
+
+class ContainmentError(StoreAccessError):
+    """A path the store would use resolves outside it (a symlinked folder or file): nothing is touched."""

@@ -449,8 +449,8 @@ def filtered_memories(
 
 
 def find_by_norm_hash(conn: sqlite3.Connection, digest: str) -> IndexedMemory | None:
-    """The memory that says exactly this, active first. Deprecated ones never match: deprecated is
-    terminal, so saying a retracted thing again must make a new memory, not return the hidden one."""
+    """The memory that says exactly this, active first. Deprecated ones never match: a retracted
+    memory comes back only by an explicit reactivation with a reason, so saying it again makes a new one."""
     row = conn.execute(
         f"SELECT {_COLUMNS} FROM memories WHERE norm_hash = ? AND state != 'deprecated' "
         "ORDER BY state = 'active' DESC, created, id LIMIT 1",

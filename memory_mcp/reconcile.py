@@ -18,6 +18,7 @@ from typing import NamedTuple
 from . import canon
 from . import index as ix
 from .dictionary import EntityDictionary
+from .errors import ContainmentError
 from .models import ReconcileReport, State, Unparseable
 from .store import Store
 
@@ -254,8 +255,14 @@ def index_file(
     known_sha: str | None = None,
 ) -> FileOutcome:
     """Hash one file and, when its content is new, parse and index it (inside the caller's transaction)."""
-    path = store.root / rel
     outcome = FileOutcome()
+    try:
+        path = store.memory_file(rel)
+    except ContainmentError as exc:  # defence in depth: the scan already reports links leading outside
+        ix.drop_memory_at(conn, rel)
+        ix.put_file(conn, ix.FileRow(rel, 0, 0, "", None, str(exc)[:500]))
+        outcome.reindexed = 1
+        return outcome
     try:
         before, data = _read_capped(path)
     except FileNotFoundError:

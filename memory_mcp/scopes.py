@@ -75,7 +75,7 @@ class Scopes:
             if store:
                 raise InputError("store: named stores belong to the global scope; drop `store` or use scope=global")
             assert self.project_root is not None
-            target = Store("local", self.project_root / self.local_dir)
+            target = Store("local", self.project_root / self.local_dir, container=self.project_root)
         else:
             target = open_store(self.global_root, store)
         key = (scope, str(target.root))

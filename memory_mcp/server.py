@@ -141,7 +141,7 @@ def build_server(service: MemoryService) -> MCPServer:
         source: str | None = None,
         review_after: str | None = None,
         state: Annotated[StateName | None, Field(description="set_state: the target state.")] = None,
-        reason: Annotated[str | None, Field(description="set_state to deprecated: why.")] = None,
+        reason: Annotated[str | None, Field(description="Required to deprecate or to reactivate.")] = None,
         by: Annotated[str | None, Field(description="supersede: id of the memory replacing `id`.")] = None,
         other_id: Annotated[str | None, Field(description="link: id of the related memory.")] = None,
         pair_hash: Annotated[str | None, Field(description="resolve_conflict: the conflict's pair_hash.")] = None,
@@ -173,7 +173,8 @@ def build_server(service: MemoryService) -> MCPServer:
         scope: ScopeArg = None,
     ) -> ForgetAnswer:
         """Archive (kept, ranked lower), deprecate (kept, hidden from recall; reason required) or purge
-        (file deleted; confirm=true required). Nothing is ever deleted automatically."""
+        (file deleted; only an archived or deprecated one; confirm=true required). Nothing is ever deleted
+        automatically."""
         return service.forget(id, mode, reason, confirm, store=store, scope=scope)
 
     @server.tool(title="Status", annotations=read_only)

@@ -6,6 +6,7 @@ the core modules this calls (canon, index, reconcile, query, ranking, lifecycle,
 
 from __future__ import annotations
 
+import os
 import time
 from collections import defaultdict
 from collections.abc import Callable, Sequence
@@ -33,7 +34,7 @@ from .documents import (
     source_status,
 )
 from .errors import InputError, NotFoundError, StaleWriteError
-from .lifecycle import check_editable, check_transition
+from .lifecycle import check_editable, check_purge, check_transition
 from .models import (
     BrowseAnswer,
     ChainLink,
@@ -79,10 +80,17 @@ RECALL_LIMIT = (1, 20)
 BROWSE_LIMIT = (1, 500)
 COMPACTION_MIN_AGE_DAYS = 30
 COMPACTION_MIN_GROUP = 3
-NOT_RESTORED_BY_REBUILD = ["recall counts (heat) when .index/ is deleted or unreadable"]
+NOT_RESTORED_BY_REBUILD = [
+    "recall counts (heat) and last recall times when .index/ is deleted or unreadable "
+    "(derived, index-only: compaction then counts every old episode as never recalled)"
+]
 UPDATE_OPS = ("edit", "supersede", "set_state", "link", "resolve_conflict")
 FORGET_MODES = ("archive", "deprecate", "purge")
 RESOLUTIONS = ("keep_both", "supersede")
+
+
+def utc_now() -> datetime:
+    return datetime.now(UTC)
 
 
 @dataclass(frozen=True)
@@ -289,8 +297,11 @@ class MemoryService:
         semantic: sem.SemanticConfig | None = None,
         collapse_jaccard: float | None = 0.9,
         change_watch: bool = True,
+        clock: Callable[[], datetime] = utc_now,
     ) -> None:
         self.root = root.expanduser().absolute()
+        # what "now" is for recall times, freshness, reviews due and compaction ages (injectable to age a recall)
+        self.clock = clock
         self.ranking = ranking
         self.limits = limits or Limits()
         # hybrid search: None = keyword recall only; collapse_jaccard None = never collapse near-duplicates
@@ -440,12 +451,10 @@ class MemoryService:
     @staticmethod
     def _new_path(store: Store, title: str, mem_id: str) -> Path:
         base = f"{canon.slugify(title)}-{mem_id[-6:].lower()}"
-        path = store.memories_dir / f"{base}.md"
-        n = 2
-        while path.exists():
-            path = store.memories_dir / f"{base}-{n}.md"
-            n += 1
-        return path
+        name, n = f"{base}.md", 2
+        while os.path.lexists(store.memories_dir / name):
+            name, n = f"{base}-{n}.md", n + 1
+        return store.memory_file(f"memories/{name}")
 
     @staticmethod
     def _link_supersede(s: StoreSession, old: ix.IndexedMemory, new_id: str, now: str) -> None:
@@ -457,7 +466,7 @@ class MemoryService:
                 meta["state"] = State.ARCHIVED.value
             meta["updated"] = now
 
-        canon.rewrite(s.store.root / old.path, mutate)
+        canon.rewrite(s.store.memory_file(old.path), mutate)
 
     # ------------------------------------------------------------ recall
 
@@ -540,7 +549,7 @@ class MemoryService:
                 for o in opened:
                     ids = [r.id for r in results if r.kind == "memory" and r.scope == o.scope]
                     if ids:
-                        ix.bump_heat(o.session.conn, ids, canon.now_iso())
+                        ix.bump_heat(o.session.conn, ids, canon.iso_utc(self.clock()))
             legs = [leg for p in pools for leg in p.plan.legs] + (["cosine"] if ran == "hybrid" else [])
             plan_text = "+".join(dict.fromkeys(legs)) or "no terms"
             return RecallAnswer(
@@ -681,7 +690,7 @@ class MemoryService:
                 lines = {rowid: (chunk, cited_line(pool.plan.terms, chunk)) for rowid, chunk in chunks.items()}
                 cited[n] = {rowid: (chunk, line) for rowid, (chunk, line) in lines.items() if line is not None}
                 pool.plan.candidates = {r: c for r, c in pool.plan.candidates.items() if r in cited[n]}
-        now = datetime.now(UTC)
+        now = self.clock()
         scored: list[tuple[float, str, Callable[[], RecallResult]]] = []
         for n, pool in enumerate(pools):
             cands, terms = pool.plan.candidates, pool.plan.terms
@@ -756,7 +765,7 @@ class MemoryService:
             label = None
             if id is not None:
                 o, mem = locate(opened, id)
-                full, rel = o.session.store.root / mem.path, mem.path
+                full, rel = o.session.store.memory_file(mem.path), mem.path
             elif _is_memory_path(path):
                 o, full, rel = self._memory_file(opened, path)
                 mem = ix.get_memory(o.session.conn, path=rel)
@@ -805,6 +814,7 @@ class MemoryService:
             rel = o.session.store.relative(full)
             if not rel.startswith("memories/") or not rel.endswith(".md"):
                 raise InputError(f"path: '{path}' is not a memory file (memories/*.md)")
+            full = o.session.store.memory_file(rel)
             if full.is_file():
                 return o, full, rel
         raise NotFoundError(f"path: no file at '{path}'")
@@ -927,7 +937,7 @@ class MemoryService:
         """A memory's editable fields parsed from the file bytes, with their sha256 (for a safe edit)."""
         with self.scopes.open(scope, store) as opened:
             o, mem = locate(opened, id)
-            data = (o.session.store.root / mem.path).read_bytes()
+            data = o.session.store.memory_file(mem.path).read_bytes()
             try:
                 parsed = canon.parse(data, Path(mem.path).stem, "")
             except canon.CanonError as exc:
@@ -1068,7 +1078,7 @@ class MemoryService:
             meta["updated"] = now
 
         try:
-            canon.rewrite(s.store.root / mem.path, mutate, new_title, new_body, expected_sha=expected_sha256)
+            canon.rewrite(s.store.memory_file(mem.path), mutate, new_title, new_body, expected_sha=expected_sha256)
         except canon.CanonError as exc:
             raise StaleWriteError(f"expected_sha256: {exc}; nothing was written") from None
         return [(mem.id, mem.path)], "edited: " + ", ".join(
@@ -1097,7 +1107,7 @@ class MemoryService:
             canon.set_list(meta, "supersedes", [*links, old.id])
             meta["updated"] = now
 
-        canon.rewrite(s.store.root / new.path, add_link)
+        canon.rewrite(s.store.memory_file(new.path), add_link)
         self._link_supersede(s, old, new.id, now)
         return [(new.id, new.path), (old.id, old.path)], f"{old.id} superseded by {new.id}; {old.id} archived"
 
@@ -1112,15 +1122,18 @@ class MemoryService:
 
     @staticmethod
     def _transition(s: StoreSession, mem: ix.IndexedMemory, target: State, reason: str | None, now: str) -> None:
-        check_transition(State(mem.state), target, reason)
+        current = State(mem.state)
+        check_transition(current, target, reason)
 
         def mutate(meta: dict) -> None:
             meta["state"] = target.value
             meta["updated"] = now
             if target is State.DEPRECATED:
                 meta["deprecated_reason"] = (reason or "").strip()
+            elif current is State.DEPRECATED:  # reactivation; deprecated_reason stays as the history
+                meta["reactivated_reason"] = (reason or "").strip()
 
-        canon.rewrite(s.store.root / mem.path, mutate)
+        canon.rewrite(s.store.memory_file(mem.path), mutate)
 
     def _link(
         self, s: StoreSession, mem: ix.IndexedMemory, other_id: str | None, now: str
@@ -1142,7 +1155,7 @@ class MemoryService:
                 canon.set_list(meta, "related", [*links, b_id])
                 meta["updated"] = now
 
-            canon.rewrite(s.store.root / a.path, mutate)
+            canon.rewrite(s.store.memory_file(a.path), mutate)
             changed.append((a.id, a.path))
         if not changed:
             raise InputError(f"other_id: '{mem.id}' and '{other.id}' are already linked")
@@ -1195,7 +1208,7 @@ class MemoryService:
                     if note:
                         entry["note"] = note.strip()
 
-        canon.rewrite(s.store.root / holder.path, mutate)
+        canon.rewrite(s.store.memory_file(holder.path), mutate)
         if holder.id not in {i for i, _ in changed}:
             changed.append((holder.id, holder.path))
         return changed, message
@@ -1218,9 +1231,10 @@ class MemoryService:
             s = o.session
             now = canon.now_iso()
             if mode == "purge":
+                check_purge(State(mem.state))
                 if confirm is not True:
                     raise InputError("confirm: purge deletes the file; pass confirm=true to really delete it")
-                (s.store.root / mem.path).unlink()
+                s.store.memory_file(mem.path).unlink()
                 s.write_files([mem.path])
                 return ForgetAnswer(
                     id=id,
@@ -1252,7 +1266,7 @@ class MemoryService:
             by = {}
             for col in ("state", "type", "trust"):
                 by[col] = {r[0]: r[1] for r in conn.execute(f"SELECT {col}, count(*) FROM memories GROUP BY {col}")}
-            today = date.today().isoformat()
+            today = self.clock().astimezone().date().isoformat()  # review dates are local calendar days
             review = [
                 ReviewDue(id=r[0], title=r[1], path=r[2], review_after=r[3])
                 for r in conn.execute(
@@ -1288,15 +1302,17 @@ class MemoryService:
             )
 
     def _compaction(self, s: StoreSession) -> list[CompactionCandidate]:
-        cutoff = (datetime.now(UTC) - timedelta(days=self.limits.compaction_min_age_days)).isoformat()
+        """Active episodes neither updated (the file's `updated`) nor recalled (the index's last recall time)
+        for `compaction.min_age_days`, grouped by a shared entity."""
+        cutoff = canon.iso_utc(self.clock() - timedelta(days=self.limits.compaction_min_age_days))
         rows = s.conn.execute(
             """SELECT e.entity, m.id, m.title, m.created FROM memories m
                JOIN entities e ON e.memory_rowid = m.rowid
                LEFT JOIN heat h ON h.memory_id = m.id
-               WHERE m.type = 'episode' AND m.state = 'active' AND m.created < ?
-                 AND coalesce(h.recalls, 0) = 0 AND m.superseded_by = '[]'
+               WHERE m.type = 'episode' AND m.state = 'active' AND m.updated < ?
+                 AND (h.last_recalled IS NULL OR h.last_recalled < ?) AND m.superseded_by = '[]'
                ORDER BY e.entity, m.created""",
-            (cutoff,),
+            (cutoff, cutoff),
         )
         groups: dict[str, list[tuple[str, str, str]]] = defaultdict(list)
         for entity, mid, title, created in rows:
@@ -1313,7 +1329,8 @@ class MemoryService:
                     oldest=items[0][2],
                     newest=items[-1][2],
                     suggestion=(
-                        f"distil these {len(items)} un-recalled episodes about '{entity}' into one knowledge "
+                        f"distil these {len(items)} episodes about '{entity}' (not updated or recalled for "
+                        f"{self.limits.compaction_min_age_days}+ days) into one knowledge "
                         "memory that supersedes them (memory_remember type=knowledge supersedes=[...])"
                     ),
                 )
@@ -1432,7 +1449,7 @@ class MemoryService:
             if disk[rel].problem:
                 continue
             row = files.get(rel)
-            data = (s.store.root / rel).read_bytes()
+            data = s.store.memory_file(rel).read_bytes()
             sha = canon.sha256_bytes(data)
             if row is None:
                 out.append(Mismatch(path=rel, id=None, problem="file not in the index"))

@@ -62,6 +62,7 @@ class StoreSession:
         self.dictionary = EntityDictionary()
         self._dictionary_stamp: tuple[int, int] | None = None
         self.last_report = ReconcileReport()
+        store.check_contained()  # before anything is created: a symlinked folder must not be written through
         store.ensure()
         self._store_lock = StoreLock(store.root, store.lock_path)
         self._gate = StatGate(store)
@@ -204,16 +205,19 @@ class StoreSession:
 
     @contextmanager
     def transaction(self) -> Iterator[ReconcileReport]:
-        with self._thread_lock, self._store_lock:
-            report = self._reconcile_first()
-            self._reconcile_documents()
-            try:
-                yield report
-            except OSError as exc:
-                # a read-only store, a full disk, a file removed under us: say so instead of a bare failure
-                raise StoreAccessError(_access_message(exc, self.store)) from exc
-            finally:
-                self._db_stamp = self._file_stamp() if self.index_in_memory is None else None
+        with self._thread_lock:
+            # on every call, before the lock file is opened: a link may have been planted since the last one
+            self.store.check_contained()
+            with self._store_lock:
+                report = self._reconcile_first()
+                self._reconcile_documents()
+                try:
+                    yield report
+                except OSError as exc:
+                    # a read-only store, a full disk, a file removed under us: say so instead of a bare failure
+                    raise StoreAccessError(_access_message(exc, self.store)) from exc
+                finally:
+                    self._db_stamp = self._file_stamp() if self.index_in_memory is None else None
 
     def _reconcile_first(self) -> ReconcileReport:
         for attempt in (1, 2):

@@ -34,6 +34,7 @@ from starlette.routing import Route
 from starlette.types import ASGIApp, Message, Receive, Scope, Send
 
 from .errors import InputError, MemoryMcpError, NotFoundError, StaleWriteError, TransitionError
+from .lifecycle import ALLOWED, PURGEABLE
 from .models import EditableMemory, MemoryType, ReadAnswer, State, StatusAnswer, StoreInfo, Trust
 from .service import MemoryService
 
@@ -61,6 +62,7 @@ SECURITY_HEADERS = [
 DONE = {
     "archive": "Archived. It is kept and still recalled, ranked lower.",
     "restore": "Restored to active.",
+    "reactivate": "Reactivated: active again, with the reason recorded.",
     "deprecate": "Deprecated. It is kept on disk but hidden from recall.",
     "purge": "Purged: the file was deleted (git history is the backstop).",
     "resolve": "Conflict resolved.",
@@ -420,6 +422,11 @@ class WebView:
                     await self._call(self.service.forget, mem_id, "archive", **ctx.where)
                 elif action == "restore":
                     await self._call(self.service.update, "set_state", mem_id, state="active", **ctx.where)
+                elif action == "reactivate":
+                    reason = text.get("reason", "")
+                    await self._call(
+                        self.service.update, "set_state", mem_id, state="active", reason=reason, **ctx.where
+                    )
                 elif action == "deprecate":
                     reason = text.get("reason", "")
                     await self._call(self.service.forget, mem_id, "deprecate", reason=reason, **ctx.where)
@@ -696,18 +703,27 @@ def _memory_body(ctx: Ctx, m: EditableMemory, read: ReadAnswer) -> str:
             f'<form method="post" action="{esc(base)}/restore">{ctx.hidden()}'
             '<button type="submit">Restore to active</button></form>'
         )
-    if state is not State.DEPRECATED:
+    if state is State.DEPRECATED and State.ACTIVE in ALLOWED[state]:
+        actions.append(
+            f'<form method="post" action="{esc(base)}/reactivate" class="stack">{ctx.hidden()}'
+            '<input name="reason" required placeholder="why it holds again (required)" aria-label="reason">'
+            '<button type="submit">Reactivate</button></form>'
+        )
+    if State.DEPRECATED in ALLOWED[state]:
         actions.append(
             f'<form method="post" action="{esc(base)}/deprecate" class="stack">{ctx.hidden()}'
             '<input name="reason" required placeholder="why it is wrong or obsolete (required)" aria-label="reason">'
             '<button type="submit">Deprecate</button></form>'
         )
-    actions.append(
-        f'<form method="post" action="{esc(base)}/purge" class="stack purge">{ctx.hidden()}'
-        f'<input name="confirm_text" autocomplete="off" data-id="{esc(m.id)}" data-title="{esc(m.title)}" '
-        f'placeholder="type the id or title to purge" aria-label="confirm purge">'
-        '<button type="submit" class="danger">Purge (delete the file)</button></form>'
-    )
+    if state in PURGEABLE:
+        actions.append(
+            f'<form method="post" action="{esc(base)}/purge" class="stack purge">{ctx.hidden()}'
+            f'<input name="confirm_text" autocomplete="off" data-id="{esc(m.id)}" data-title="{esc(m.title)}" '
+            f'placeholder="type the id or title to purge" aria-label="confirm purge">'
+            '<button type="submit" class="danger">Purge (delete the file)</button></form>'
+        )
+    else:
+        actions.append('<p class="muted">To purge it, archive or deprecate it first.</p>')
     return f"""<p class="crumbs"><a href="{esc(ctx.url("/memories"))}">Memories</a> ›</p>
 <h1 class="mem-title">{esc(m.title)}</h1>
 <div class="mem-meta">{_badge("type", m.type)}{_badge("state", m.state)}{_badge("trust", m.trust)}{_chips(m.entities)}
@@ -821,7 +837,7 @@ removed {rec.removed}, unparseable {rec.unparseable} in {rec.seconds * 1000:.1f}
 <div class="grid2">
 {section("Unresolved conflicts", conflicts, "No open conflicts.")}
 {section("Review due", review, "Nothing is due for review.")}
-{section("Compaction candidates", compaction, "No groups of old, un-recalled episodes.")}
+{section("Compaction candidates", compaction, "No groups of episodes left unedited and un-recalled for long.")}
 {section("Unparseable files", unparseable, "Every file parses.")}
 </div>
 <section class="card"><h2>Index freshness</h2>{freshness}</section>"""

@@ -509,7 +509,7 @@ async def test_every_argument_at_and_past_its_limit(mem_tools: Tools) -> None:
     await refused("expected_sha256", "memory_update", op="edit", id=mem_id, body="new", expected_sha256="0" * 64)
     await refused("by", "memory_update", op="supersede", id=mem_id, by=mem_id)
     await refused("mode", "memory_forget", id=mem_id, mode="shred")
-    await refused("confirm", "memory_forget", id=mem_id, mode="purge")
+    await refused("mode", "memory_forget", id=mem_id, mode="purge")  # active: archive or deprecate it first
     await refused("reason", "memory_forget", id=mem_id, mode="deprecate")
 
     # the store argument is a name, never a path

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import shutil
+from datetime import UTC, datetime, timedelta
 from pathlib import Path
 
 import pytest
@@ -33,7 +34,7 @@ async def _dedupe_returns_the_original(tools: Tools, store: Path) -> None:
     other = await tools.remember("Staging runs in eu-west-2", "Staging moved to eu-west-2.")
     assert other["created"] is True and other["id"] != first["id"]
     assert len(list((store / "memories").glob("*.md"))) == 2
-    # a deprecated original is retracted and terminal: saying it again is a new, visible memory
+    # a deprecated original was retracted: saying it again is a new, visible memory, not a silent revival
     await tools.ok("memory_forget", id=first["id"], mode="deprecate", reason="staging moved")
     anew = await tools.remember("Staging runs in eu-west-1", "Staging runs in eu-west-1; production in us-east-1.")
     assert anew["created"] is True and anew["id"] != first["id"]
@@ -54,7 +55,7 @@ async def test_conflict_gate_records_surfaces_once_and_resolution_survives_rebui
     assert c["id"] == a["id"] and c["path"] == a["path"] and c["title"] == TABS[0]
     assert c["shared_entities"] == ["alice-kim", "atlas-web"]
     assert 0 <= c["days_apart"] < 0.01
-    assert c["latest_wins_eligible"] is True  # a preference, same trust
+    assert c["latest_wins_eligible"] is False  # the same day: contradicted, not replaced
     assert 0 < c["text_similarity"] <= 1
     pair = c["pair_hash"]
     assert len(pair) >= 8
@@ -204,3 +205,43 @@ async def test_dedupe_latest_wins_and_hand_written_conflicts(tools: Tools, store
     await _dedupe_returns_the_original(tools, store)
     await _latest_wins_only_for_time_varying_types_and_equal_or_higher_trust(tools)
     await _conflicts_written_by_hand_are_honoured(tools, store)
+
+
+def _aged(mem_id: str, title: str, body: str, *, days: float, mem_type: str, trust: str, entity: str) -> str:
+    when = (datetime.now(UTC) - timedelta(days=days)).strftime("%Y-%m-%dT%H:%M:%SZ")
+    return (
+        f"---\nid: {mem_id}\ntype: {mem_type}\nstate: active\ntrust: {trust}\nentities: [{entity}]\n"
+        f"created: {when}\nupdated: {when}\n---\n# {title}\n\n{body}\n"
+    )
+
+
+@pytest.mark.parametrize(
+    ("days", "mem_type", "older_trust", "newer_trust", "eligible"),
+    [
+        (10, "fact", "user-stated", "user-stated", True),  # replaced: more than a week apart, as trusted
+        (10, "preference", "agent-inferred", "user-stated", True),  # the newer is more trusted
+        (7.5, "decision", "imported", "imported", True),
+        (6.5, "fact", "user-stated", "user-stated", False),  # the same week: contradicted, not replaced
+        (10, "fact", "user-stated", "agent-inferred", False),  # the newer is less trusted
+        (10, "episode", "user-stated", "user-stated", False),  # events do not replace each other
+        (10, "knowledge", "user-stated", "user-stated", False),
+    ],
+)
+async def test_latest_wins_needs_more_than_a_week_and_at_least_equal_trust(
+    mem_tools: Tools, store: Path, days: float, mem_type: str, older_trust: str, newer_trust: str, eligible: bool
+) -> None:
+    write_file(
+        store / "memories" / "older.md",
+        _aged("older-one", "Build cache lives on the NAS", "The build cache for ci-runner lives on the NAS.",
+              days=days, mem_type=mem_type, trust=older_trust, entity="ci-runner"),
+    )  # fmt: skip
+    newer = await mem_tools.remember(
+        "Build cache lives in S3",
+        "The build cache for ci-runner lives in S3 now, not on the NAS.",
+        type=mem_type,
+        trust=newer_trust,
+        entities=["ci-runner"],
+    )
+    [c] = newer["conflicts"]
+    assert c["id"] == "older-one" and abs(c["days_apart"] - days) < 0.01
+    assert c["latest_wins_eligible"] is eligible

@@ -1,5 +1,6 @@
-"""The state machine through the real stdio server: every allowed and forbidden transition,
-supersede archiving the old memory, and purge needing confirm=true.
+"""The state machine through the tools: every allowed and forbidden transition case by case, reactivation
+of a deprecated memory with a reason, supersede archiving the old memory, and purge only from archived or
+deprecated, with confirm=true.
 
 Expectations are written out here from the issue, not read from memory_mcp.lifecycle, so a change
 to the state machine shows up as a failing test.
@@ -16,12 +17,19 @@ from .helpers import Tools, frontmatter
 pytestmark = pytest.mark.anyio
 
 STATES = ("active", "archived", "deprecated")
-# (from, to) -> allowed. Same-state moves and anything out of deprecated are forbidden.
+# (from, to) -> allowed. Same-state moves and deprecated -> archived are the forbidden ones.
 ALLOWED = {
     ("active", "archived"),
     ("archived", "active"),
     ("active", "deprecated"),
     ("archived", "deprecated"),
+    ("deprecated", "active"),
+}
+# these moves must say why; the reason lands in the file under this key
+REASON_KEY = {
+    ("active", "deprecated"): "deprecated_reason",
+    ("archived", "deprecated"): "deprecated_reason",
+    ("deprecated", "active"): "reactivated_reason",
 }
 
 
@@ -36,56 +44,73 @@ async def _memory_in(t: Tools, state: str, label: str) -> dict:
     return made
 
 
-async def _every_transition_through_set_state(tools: Tools, store: Path) -> None:
-    failures = []
-    for n, (start, target) in enumerate((a, b) for a in STATES for b in STATES):
-        made = await _memory_in(tools, start, f"s{n}-{start}-{target}")
-        path = store / made["path"]
-        before = path.read_bytes()
-        reason = "no longer true" if target == "deprecated" else None
-        r = await tools.raw("memory_update", op="set_state", id=made["id"], state=target, reason=reason)
-        if (start, target) in ALLOWED:
-            if r.is_error:
-                failures.append(f"{start}->{target} refused: {r.content}")
-                continue
-            answer = r.structured_content
-            fm = frontmatter(path)
-            if answer["state"] != target or fm["state"] != target:
-                failures.append(f"{start}->{target}: answer {answer['state']}, file {fm['state']}")
-            if target == "deprecated" and fm.get("deprecated_reason") != reason:
-                failures.append(f"{start}->deprecated did not record the reason: {fm}")
-            indexed = (await tools.read(id=made["id"]))["frontmatter"]["state"]
-            if indexed != target:
-                failures.append(f"{start}->{target}: read says {indexed}")
-        else:
-            if not r.is_error:
-                failures.append(f"{start}->{target} was allowed")
-                continue
-            text = " ".join(c.text for c in r.content)
-            expected = "already" if start == target else "not allowed"
-            if expected not in text:
-                failures.append(f"{start}->{target}: unclear message {text!r}")
-            if path.read_bytes() != before:
-                failures.append(f"{start}->{target}: refused but the file changed")
-    assert not failures, "\n".join(failures)
+@pytest.mark.parametrize(("start", "target"), [(a, b) for a in STATES for b in STATES])
+async def test_set_state_transition_matrix(mem_tools: Tools, store: Path, start: str, target: str) -> None:
+    made = await _memory_in(mem_tools, start, f"{start}-{target}")
+    path = store / made["path"]
+    before = path.read_bytes()
+    key = REASON_KEY.get((start, target))
+    if key is not None:  # without a reason (or a blank one) the move is refused and nothing is written
+        for reason in (None, "   "):
+            message = await mem_tools.err("memory_update", op="set_state", id=made["id"], state=target, reason=reason)
+            assert "reason: " in message and "requires a reason" in message
+            assert path.read_bytes() == before
+    reason = "checked again: still true" if key else None
+    r = await mem_tools.raw("memory_update", op="set_state", id=made["id"], state=target, reason=reason)
+    if (start, target) in ALLOWED:
+        assert not r.is_error, r.content
+        fm = frontmatter(path)
+        assert r.structured_content["state"] == target and fm["state"] == target
+        if key is not None:
+            assert fm[key] == reason
+        if (start, target) == ("deprecated", "active"):
+            assert fm["deprecated_reason"] == "set up for the test"  # the history stays
+        assert (await mem_tools.read(id=made["id"]))["frontmatter"]["state"] == target
+    else:
+        assert r.is_error, f"{start} -> {target} was allowed"
+        text = " ".join(c.text for c in r.content)
+        assert ("already" if start == target else "not allowed") in text, text
+        assert path.read_bytes() == before
 
 
-async def _forget_modes_follow_the_same_rules(tools: Tools, store: Path) -> None:
-    failures = []
-    cases = [(s, mode) for s in STATES for mode in ("archive", "deprecate")]
-    for n, (start, mode) in enumerate(cases):
-        made = await _memory_in(tools, start, f"f{n}-{start}-{mode}")
-        target = "archived" if mode == "archive" else "deprecated"
-        reason = "superseded by reality" if mode == "deprecate" else None
-        r = await tools.raw("memory_forget", id=made["id"], mode=mode, reason=reason)
-        if (start, target) in ALLOWED:
-            if r.is_error:
-                failures.append(f"forget {mode} from {start} refused: {r.content}")
-            elif frontmatter(store / made["path"])["state"] != target:
-                failures.append(f"forget {mode} from {start}: file not {target}")
-        elif not r.is_error:
-            failures.append(f"forget {mode} from {start} was allowed")
-    assert not failures, "\n".join(failures)
+@pytest.mark.parametrize(("start", "mode"), [(s, m) for s in STATES for m in ("archive", "deprecate")])
+async def test_forget_modes_follow_the_same_matrix(mem_tools: Tools, store: Path, start: str, mode: str) -> None:
+    made = await _memory_in(mem_tools, start, f"forget-{start}-{mode}")
+    path = store / made["path"]
+    before = path.read_bytes()
+    target = "archived" if mode == "archive" else "deprecated"
+    reason = "superseded by reality" if mode == "deprecate" else None
+    r = await mem_tools.raw("memory_forget", id=made["id"], mode=mode, reason=reason)
+    if (start, target) in ALLOWED:
+        assert not r.is_error, r.content
+        assert frontmatter(path)["state"] == target
+    else:
+        assert r.is_error, f"forget {mode} from {start} was allowed"
+        assert path.read_bytes() == before
+
+
+@pytest.mark.parametrize("start", STATES)
+async def test_purge_only_from_archived_or_deprecated_and_with_confirm(
+    mem_tools: Tools, store: Path, start: str
+) -> None:
+    made = await _memory_in(mem_tools, start, f"purge-{start}")
+    path = store / made["path"]
+    if start == "active":
+        for args in ({"confirm": True}, {}):
+            message = await mem_tools.err("memory_forget", id=made["id"], mode="purge", **args)
+            assert "must be archived or deprecated first" in message and "active" in message
+        assert path.is_file() and made["id"] in await mem_tools.recall_ids(f"purge-{start}")
+        return
+    for args in ({}, {"confirm": False}):
+        message = await mem_tools.err("memory_forget", id=made["id"], mode="purge", **args)
+        assert "confirm" in message
+        assert path.is_file(), "a refused purge deleted the file"
+    assert made["id"] in await mem_tools.recall_ids(f"purge-{start}", include_deprecated=True)
+    answer = await mem_tools.ok("memory_forget", id=made["id"], mode="purge", confirm=True)
+    assert answer["state"] is None
+    assert not path.exists()
+    assert made["id"] not in await mem_tools.recall_ids(f"purge-{start}", include_deprecated=True)
+    assert "no memory" in await mem_tools.err("memory_read", id=made["id"])
 
 
 async def _deprecating_requires_a_reason(tools: Tools, store: Path) -> None:
@@ -102,7 +127,7 @@ async def _deprecating_requires_a_reason(tools: Tools, store: Path) -> None:
         assert frontmatter(store / made["path"])["state"] == start
 
 
-async def _deprecated_is_terminal_and_hidden_from_recall(tools: Tools, store: Path) -> None:
+async def _deprecated_is_hidden_and_frozen_until_reactivated(tools: Tools, store: Path) -> None:
     made = await tools.remember("Legacy VPN uses PPTP", "The legacy VPN used PPTP with a shared secret.")
     other = await tools.remember("Wiki lives in Confluence", "The team wiki lives in Confluence.")
     await tools.ok("memory_forget", id=made["id"], mode="deprecate", reason="VPN replaced by WireGuard")
@@ -120,7 +145,18 @@ async def _deprecated_is_terminal_and_hidden_from_recall(tools: Tools, store: Pa
     assert "deprecated" in message
     message = await tools.err("memory_remember", title="New VPN", body="WireGuard VPN.", supersedes=[made["id"]])
     assert "deprecated" in message
+    message = await tools.err("memory_forget", id=made["id"], mode="archive")
+    assert "deprecated → archived is not allowed" in message
     assert frontmatter(store / made["path"])["state"] == "deprecated"
+    # reactivation: with a reason, it is active, recalled and editable again
+    answer = await tools.ok(
+        "memory_update", op="set_state", id=made["id"], state="active", reason="the PPTP VPN is back for one site"
+    )
+    assert answer["message"] == "deprecated → active"
+    assert made["id"] in await tools.recall_ids("PPTP VPN")
+    await tools.ok("memory_update", op="edit", id=made["id"], body="The legacy VPN uses PPTP at the Lyon site only.")
+    fm = frontmatter(store / made["path"])
+    assert fm["state"] == "active" and fm["reactivated_reason"] == "the PPTP VPN is back for one site"
 
 
 async def _supersede_archives_the_old_memory_both_ways(tools: Tools, store: Path) -> None:
@@ -156,33 +192,13 @@ async def _supersede_archives_the_old_memory_both_ways(tools: Tools, store: Path
     assert [c["id"] for c in chain] == [new["id"], old["id"]]
 
 
-async def _purge_needs_confirm_from_every_state(tools: Tools, store: Path) -> None:
-    for start in STATES:
-        made = await _memory_in(tools, start, f"purge-{start}")
-        path = store / made["path"]
-        for args in ({}, {"confirm": False}):
-            message = await tools.err("memory_forget", id=made["id"], mode="purge", **args)
-            assert "confirm" in message
-            assert path.is_file(), "a refused purge deleted the file"
-        assert made["id"] in await tools.recall_ids(f"purge-{start}", include_deprecated=True)
-        answer = await tools.ok("memory_forget", id=made["id"], mode="purge", confirm=True)
-        assert answer["state"] is None
-        assert not path.exists()
-        assert made["id"] not in await tools.recall_ids(f"purge-{start}", include_deprecated=True)
-        message = await tools.err("memory_read", id=made["id"])
-        assert "no memory" in message
+# One server per test is the slow part (~1.5 s): each stdio test runs several scenarios on its own server.
 
 
-# One server per test is the slow part (~1.5 s): each test runs several scenarios on its own server.
-
-
-async def test_transitions(tools: Tools, store: Path) -> None:
-    await _every_transition_through_set_state(tools, store)
-    await _forget_modes_follow_the_same_rules(tools, store)
+async def test_deprecating_requires_a_reason(tools: Tools, store: Path) -> None:
     await _deprecating_requires_a_reason(tools, store)
 
 
-async def test_deprecate_supersede_purge(tools: Tools, store: Path) -> None:
-    await _deprecated_is_terminal_and_hidden_from_recall(tools, store)
+async def test_deprecate_reactivate_supersede(tools: Tools, store: Path) -> None:
+    await _deprecated_is_hidden_and_frozen_until_reactivated(tools, store)
     await _supersede_archives_the_old_memory_both_ways(tools, store)
-    await _purge_needs_confirm_from_every_state(tools, store)

@@ -61,7 +61,8 @@ async def test_hand_create_edit_rename_delete_converge_then_nothing_to_hash(tool
         rec = reconcile_of(answer)
         assert rec["scanned"] == 5
         assert (rec["hashed"], rec["reindexed"], rec["removed"], rec["rebuilt"]) == (0, 0, 0, False)
-    # a purge removes its file itself: the next pass still has nothing to do
+    # a purge removes its file itself: the next pass still has nothing to do (purge needs it archived first)
+    await tools.ok("memory_forget", id=made[0]["id"], mode="archive")
     await tools.ok("memory_forget", id=made[0]["id"], mode="purge", confirm=True)
     rec = (await tools.status())["index"]["last_reconcile"]
     assert rec["scanned"] == 4

@@ -21,7 +21,7 @@ from starlette.testclient import TestClient
 
 from memory_mcp.canon import read_frontmatter
 from memory_mcp.service import MemoryService
-from memory_mcp.web import TOKEN_FIELD, TOKEN_HEADER, WebView, make_server
+from memory_mcp.web import DONE, TOKEN_FIELD, TOKEN_HEADER, WebView, make_server
 
 from .helpers import EXAMPLE_STORE, REPO, server_env
 
@@ -207,18 +207,32 @@ def test_restore_brings_an_archived_memory_back(client: TestClient, example: Pat
     assert read_frontmatter(path)["state"] == "active"
 
 
-def test_deprecate_needs_a_reason(client: TestClient, example: Path) -> None:
-    mem_id, path = pick(example, "active")
+@pytest.mark.parametrize(
+    ("start", "action", "key", "after"),
+    [
+        ("active", "deprecate", "deprecated_reason", "deprecated"),
+        ("deprecated", "reactivate", "reactivated_reason", "active"),
+    ],
+)
+def test_deprecate_and_reactivate_need_a_reason(
+    client: TestClient, example: Path, start: str, action: str, key: str, after: str
+) -> None:
+    mem_id, path = pick(example, start)
     token = token_of(client.get(f"/memory/{mem_id}").text)
     before = path.read_bytes()
-    r = post(client, f"/memory/{mem_id}/deprecate", {"reason": "   "}, token)
+    r = post(client, f"/memory/{mem_id}/{action}", {"reason": "   "}, token)
     assert r.status_code == 400 and "requires a reason" in r.text
     assert path.read_bytes() == before
-    assert post(client, f"/memory/{mem_id}/deprecate", {"reason": "moved to Vault"}, token).status_code == 303
+    r = post(client, f"/memory/{mem_id}/{action}", {"reason": "checked with the team"}, token)
+    assert r.status_code == 303
     meta = read_frontmatter(path)
-    assert meta["state"] == "deprecated" and meta["deprecated_reason"] == "moved to Vault"
+    assert meta["state"] == after and meta[key] == "checked with the team"
+    assert DONE[action] in client.get(r.headers["location"]).text
     page = client.get(f"/memory/{mem_id}").text
-    assert "/edit" not in page and "Purge" in page  # terminal: only purge is offered
+    if after == "deprecated":  # frozen: no edit, no archive; reactivation (with a reason) and purge are offered
+        assert "/edit" not in page and "/archive" not in page and "/reactivate" in page and "Purge" in page
+    else:  # active again: editable, and purge only after archiving or deprecating
+        assert "/edit" in page and "/reactivate" not in page and "/purge" not in page
 
 
 def test_purge_needs_the_id_or_title_typed(client: TestClient, example: Path) -> None:
@@ -231,9 +245,16 @@ def test_purge_needs_the_id_or_title_typed(client: TestClient, example: Path) ->
     r = post(client, f"/memory/{mem_id}/purge", {"confirm_text": title_of(path)}, token)
     assert r.status_code == 303 and not path.exists()
     assert mem_id not in [i["id"] for i in items(client.get("/memories").text)]
+    # an active memory is not offered for purge, and a forged purge is refused: archive or deprecate first
     other_id, other = pick(example, "active")
-    assert post(client, f"/memory/{other_id}/purge", {"confirm_text": other_id}, token).status_code == 303
-    assert not other.exists()
+    page = client.get(f"/memory/{other_id}").text
+    assert "/purge" not in page and "archive or deprecate it first" in page
+    r = post(client, f"/memory/{other_id}/purge", {"confirm_text": other_id}, token)
+    assert r.status_code == 409 and "must be archived or deprecated first" in r.text
+    assert other.exists()
+    deprecated_id, deprecated = pick(example, "deprecated")
+    assert post(client, f"/memory/{deprecated_id}/purge", {"confirm_text": deprecated_id}, token).status_code == 303
+    assert not deprecated.exists()
 
 
 def test_resolve_conflict_keep_both(client: TestClient, example: Path) -> None:

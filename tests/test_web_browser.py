@@ -101,16 +101,17 @@ def test_search_archive_and_see_it_moved(ui: tuple[UiServer, Path], page: Page) 
 
     hit.locator("a.title").click()
     page.wait_for_url(lambda url: f"/memory/{mem_id}" in url)
+    assert page.locator("form.purge").count() == 0  # an active memory is archived or deprecated before a purge
+
+    page.click("button[name=archive]")
+    page.wait_for_url(lambda url: f"/memory/{mem_id}?done=archive" in url)
+    assert "Archived." in page.locator(".flash.ok").inner_text()
     # purge stays disabled until the title is typed (the page's JS); nothing is purged here
     purge = page.locator("form.purge button")
     assert purge.is_disabled()
     page.fill("form.purge input[name=confirm_text]", title)
     assert purge.is_enabled()
     page.fill("form.purge input[name=confirm_text]", "")
-
-    page.click("button[name=archive]")
-    page.wait_for_url(lambda url: f"/memory/{mem_id}?done=archive" in url)
-    assert "Archived." in page.locator(".flash.ok").inner_text()
     assert page.locator(".mem-meta .badge.state-archived").count() == 1
     path = next(p for p in (root / "memories").glob("*.md") if read_frontmatter(p)["id"] == mem_id)
     assert read_frontmatter(path)["state"] == "archived"
