@@ -240,6 +240,18 @@ class ConflictCandidate(BaseModel):
     days_apart: float
     latest_wins_eligible: bool
     pair_hash: str
+    reasons: list[str] = Field(default_factory=list, description="The evidence that makes this pair a conflict.")
+
+
+class RelatedMemory(BaseModel):
+    """A neighbour sharing an entity that does not look like a contradiction: listed, never recorded."""
+
+    id: str
+    path: str
+    title: str
+    shared_entities: list[str]
+    text_similarity: float
+    reasons: list[str] = Field(default_factory=list, description="Why the gate did not count it as a conflict.")
 
 
 class RememberAnswer(BaseModel):
@@ -250,7 +262,12 @@ class RememberAnswer(BaseModel):
     deduplicated_state: str | None = None
     superseded: list[str] = Field(default_factory=list)
     message: str = ""
-    conflicts: list[ConflictCandidate] = Field(default_factory=list)
+    conflicts: list[ConflictCandidate] = Field(
+        default_factory=list, description="Memories this one likely contradicts or replaces; recorded as open pairs."
+    )
+    related: list[RelatedMemory] = Field(
+        default_factory=list, description="Same-entity neighbours that state something else; written nowhere."
+    )
     index: IndexReport
 
 

@@ -387,22 +387,21 @@ class MemoryService:
             entities = s.dictionary.normalise(entities)
             new_id = str(ULID())
             now = canon.now_iso()
-            neighbours = [
-                n
-                for n in find_neighbours(
-                    conn,
-                    title=title,
-                    body=body,
-                    mem_type=mem_type.value,
-                    trust=mem_trust.value,
-                    entities=entities,
-                    created=now,
-                    new_id=new_id,
-                    near_text=self.limits.near_text_similarity,
-                    max_conflicts=self.limits.max_conflicts,
-                )
-                if n.id not in supersedes and mem_type is not MemoryType.HANDOFF
-            ]
+            found = find_neighbours(
+                conn,
+                title=title,
+                body=body,
+                mem_type=mem_type.value,
+                trust=mem_trust.value,
+                entities=entities,
+                created=now,
+                new_id=new_id,
+                near_text=self.limits.near_text_similarity,
+                max_conflicts=self.limits.max_conflicts,
+            )
+            handoff = mem_type is MemoryType.HANDOFF
+            neighbours = [n for n in found.conflicts if n.id not in supersedes and not handoff]
+            related = [r for r in found.related if r.id not in supersedes and not handoff]
             fields: dict[str, Any] = {
                 "id": new_id,
                 "type": mem_type.value,
@@ -434,6 +433,7 @@ class MemoryService:
                 superseded=[o.id for o in olds],
                 message=f"replaced the previous handoff {', '.join(replaced_handoff)}" if replaced_handoff else "",
                 conflicts=neighbours,
+                related=related,
                 index=s.index_report(report),
             )
 

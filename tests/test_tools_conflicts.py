@@ -164,7 +164,7 @@ async def _latest_wins_only_for_time_varying_types_and_equal_or_higher_trust(too
         entities=["deploy-policy"],
     )
     assert [c["latest_wins_eligible"] for c in weaker["conflicts"]] == [False]
-    await tools.remember(
+    first_episode = await tools.remember(
         "Incident: disk full on deploy server",
         "The deploy server disk filled up with old releases.",
         type="episode",
@@ -176,7 +176,9 @@ async def _latest_wins_only_for_time_varying_types_and_equal_or_higher_trust(too
         type="episode",
         entities=["deploy-server"],
     )
-    assert [c["latest_wins_eligible"] for c in episode["conflicts"]] == [False]
+    # events do not contradict each other: the earlier one is only a related neighbour
+    assert episode["conflicts"] == []
+    assert [r["id"] for r in episode["related"]] == [first_episode["id"]]
     # a different type is not a neighbour at all
     fact = await tools.remember(
         "Deploy server disk is 40 GB", "The deploy server disk is 40 GB.", type="fact", entities=["deploy-server"]
