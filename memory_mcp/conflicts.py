@@ -25,6 +25,7 @@ import re
 import sqlite3
 from dataclasses import dataclass, field
 from datetime import UTC, datetime
+from functools import lru_cache
 
 from . import index as ix
 from .models import ConflictCandidate, RelatedMemory, Trust
@@ -33,6 +34,8 @@ from .query import STOPWORDS, fold, stem, terms_of
 NEAR_TEXT_SIMILARITY = 0.5
 MAX_CONFLICTS = 5
 MAX_RELATED = 5
+# The resolution written into a pair an earlier gate recorded and the current one no longer counts.
+AUTO_CLOSED = "auto-closed"
 # An entity on this many active memories (a project, a team) says little about which statement is which.
 BROAD_ENTITY = 5
 TRUST_RANK = {Trust.AGENT_INFERRED.value: 0, Trust.IMPORTED.value: 1, Trust.USER_STATED.value: 2}
@@ -155,8 +158,9 @@ class Assessment:
     text_similarity: float = 0.0
 
 
-def _token_set(text: str) -> set[str]:
-    return {t.stem for t in terms_of(text) if len(t.stem) >= 2}
+@lru_cache(maxsize=4096)  # the new memory's side is the same for every candidate
+def _token_set(text: str) -> frozenset[str]:
+    return frozenset(t.stem for t in terms_of(text) if len(t.stem) >= 2)
 
 
 def similarity(a: str, b: str) -> float:
@@ -178,10 +182,11 @@ def entity_words(entities: tuple[str, ...] | list[str]) -> set[str]:
 
 def content_words(text: str, entities: tuple[str, ...] | list[str] = ()) -> set[str]:
     """Stems that can name an attribute: no function words, generic verbs, cue words, entities or numbers."""
-    return set(_content_list(text, entities))
+    return set(_content_list(text, tuple(entities)))
 
 
-def _content_list(text: str, entities: tuple[str, ...] | list[str] = ()) -> list[str]:
+@lru_cache(maxsize=4096)
+def _content_list(text: str, entities: tuple[str, ...] = ()) -> tuple[str, ...]:
     skip = entity_words(entities) | _CUE_WORDS
     out: list[str] = []
     for t in terms_of(text):
@@ -195,18 +200,23 @@ def _content_list(text: str, entities: tuple[str, ...] | list[str] = ()) -> list
         if t.text in _WEEKDAYS or word in out:
             continue
         out.append(word)
-    return out
+    return tuple(out)
 
 
 def subject_phrase(new_title: str, old_title: str, entities: tuple[str, ...]) -> set[str]:
     """The content words both titles open with ("배포 서버", "servicio facturacion"): the subject, not an attribute."""
-    a, b = _content_list(new_title, entities), _content_list(old_title, entities)
+    a, b = _content_list(new_title, tuple(entities)), _content_list(old_title, tuple(entities))
     prefix: set[str] = set()
     for x, y in zip(a, b, strict=False):
         if x != y:
             break
         prefix.add(x)
     return prefix
+
+
+@lru_cache(maxsize=4096)
+def _values(text: str, entities: tuple[str, ...]) -> frozenset[str]:
+    return frozenset(values_of(text, entities))
 
 
 def values_of(text: str, entities: tuple[str, ...] | list[str] = ()) -> set[str]:
@@ -260,9 +270,10 @@ def _mentions(words: set[str], subject: str) -> bool:
     return subject in words or any(w.startswith(subject) or subject.startswith(w) for w in words if len(w) >= 3)
 
 
-def _all_words(s: Statement) -> set[str]:
+@lru_cache(maxsize=4096)
+def _all_words(s: Statement) -> frozenset[str]:
     terms = terms_of(s.text)
-    return {t.stem for t in terms} | {t.text for t in terms} | entity_words(s.entities)
+    return frozenset({t.stem for t in terms} | {t.text for t in terms} | entity_words(s.entities))
 
 
 def _names(entity: str, words: set[str]) -> bool:
@@ -292,8 +303,6 @@ def assess(
     new_subject, old_subject = subject_of(new.title), subject_of(old.title)
     if new_subject and old_subject and not _mentions(old_all, new_subject) and not _mentions(new_all, old_subject):
         return Assessment(False, [f"different subjects: {new_subject} / {old_subject}"], sim)
-    if sim >= near_text:
-        return Assessment(True, [f"near-identical text (similarity {sim:.2f})"], sim)
 
     shared_entities = set(new.entities) & set(old.entities)
     both = new.entities + old.entities
@@ -302,15 +311,22 @@ def assess(
     opening = subject_phrase(new.title, old.title, both)  # shared only as the subject: not an attribute
     attribute = overlap(new_words - opening, old_words - opening)
     title_sim = _jaccard(content_words(new.title, new.entities), content_words(old.title, old.entities))
-    new_values, old_values = values_of(new.text, new.entities), values_of(old.text, old.entities)
+    new_title, old_title = content_words(new.title, both) - opening, content_words(old.title, both) - opening
+    # a title restated in the other's text: "2-space indentation" vs a body about "tabs for indentation"
+    title_in_text = max(
+        len(new_title & old_words) / len(new_title) if new_title else 0.0,
+        len(old_title & new_words) / len(old_title) if old_title else 0.0,
+    )
+    new_values, old_values = _values(new.text, new.entities), _values(old.text, old.entities)
     new_only, old_only = new_values - old_values, old_values - new_values
     cues = replacement_cues(new.text)
 
-    parallel = attribute >= PARALLEL_OVERLAP or title_sim >= PARALLEL_TITLE
+    near = sim >= near_text
+    parallel = attribute >= PARALLEL_OVERLAP or title_sim >= PARALLEL_TITLE or title_in_text >= PARALLEL_TITLE
     changed = bool(new_only) and bool(old_values - shared_entities)
     negation = negated(new.text) != negated(old.text)
     reworded = bool(new_words - shared) and bool(old_words - shared)
-    reasons = []
+    reasons = [f"near-identical text (similarity {sim:.2f})"] if near else []
     if parallel:
         reasons.append(f"same attribute: {', '.join(sorted(shared - opening)[:6]) or 'parallel titles'}")
     if changed:
@@ -323,7 +339,7 @@ def assess(
         reasons.append("only one of them is negated")
     if cues:
         reasons.append(f"replacement cue: {', '.join(cues[:3])}")
-    if parallel and (changed or negation or reworded):
+    if near or (parallel and (changed or negation or reworded)):
         return Assessment(True, reasons, sim)
 
     # not parallel in words, but a cue brings a new name in place of the old one ("moves to AWS ECS")
@@ -336,12 +352,16 @@ def assess(
         and _names(e, new_text_words)
         and not (new_subject and new_subject in entity_words([e]))
     )
-    new_names = [v for v in new_only if not _is_number(v)]
-    if cues and new_names and (changed or named_old) and (named_old or specific or shared):
+    # or, about an entity few memories share, each names its own value (heroku → aws-ecs, eu-west-1 → eu-central-1)
+    own_entities = bool(set(new.entities) - set(old.entities)) and bool(set(old.entities) - set(new.entities))
+    own_names = any(not _is_number(v) for v in new_only) and any(not _is_number(v) for v in old_only)
+    swapped = bool(specific) and (own_entities or own_names)
+    if cues and (named_old or swapped):
         if named_old:
             reasons.append(f"names the old value: {', '.join(named_old[:3])}")
         return Assessment(True, reasons, sim)
-    return Assessment(False, reasons or ["shares an entity; no sign it states the same thing"], sim)
+    why_not = "parallel, but nothing differs" if parallel else f"another attribute (word overlap {attribute:.2f})"
+    return Assessment(False, [why_not, *reasons], sim)
 
 
 def _days_between(a: str, b: str) -> float:
@@ -462,3 +482,35 @@ def find_neighbours(
     found.related.sort(key=lambda r: (len(r.shared_entities), r.text_similarity), reverse=True)
     found.conflicts, found.related = found.conflicts[:max_conflicts], found.related[:max_related]
     return found
+
+
+@dataclass
+class StalePair:
+    """An open pair the gate recorded that today's gate no longer counts as a conflict."""
+
+    pair_hash: str
+    holder: ix.IndexedMemory  # the newer memory, whose file records the pair
+    other_id: str
+    reasons: list[str]
+
+
+def stale_open_pairs(conn: sqlite3.Connection, near_text: float = NEAR_TEXT_SIMILARITY) -> list[StalePair]:
+    """Open pairs recorded by the gate itself that `assess` no longer calls conflicts.
+
+    A pair counts as the gate's when it was detected the moment its holder was created (that is how
+    `memory_remember` records it). Pairs added later by hand or by another tool are a person's word
+    and are never re-judged; resolved pairs are never touched.
+    """
+    rows = conn.execute(
+        "SELECT pair_hash, a_id, b_id, recorded_in, detected FROM conflicts WHERE status = 'open' ORDER BY pair_hash"
+    ).fetchall()
+    stale = []
+    for pair, a_id, b_id, holder_id, detected in rows:
+        holder = ix.get_memory(conn, mem_id=holder_id)
+        other = ix.get_memory(conn, mem_id=a_id if holder_id == b_id else b_id)
+        if holder is None or other is None or detected != holder.created:
+            continue
+        verdict = assess(statement_of(holder), statement_of(other), near_text, _broad_entities(conn, holder.entities))
+        if not verdict.conflict:
+            stale.append(StalePair(pair, holder, other.id, verdict.reasons))
+    return stale

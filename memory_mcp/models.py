@@ -435,6 +435,16 @@ class Mismatch(BaseModel):
     problem: str
 
 
+class AutoClosedConflict(BaseModel):
+    """An open pair recorded by an earlier conflict gate that today's gate does not count as a conflict."""
+
+    scope: str = "global"
+    pair_hash: str
+    recorded_in: str = Field(description="The memory whose file records the pair (now resolved: auto-closed).")
+    other_id: str
+    reasons: list[str]
+
+
 class ReindexAnswer(BaseModel):
     store: str
     scopes: list[str] = Field(default_factory=list)
@@ -444,5 +454,8 @@ class ReindexAnswer(BaseModel):
     verified: bool
     mismatches: list[Mismatch]
     seconds: float
+    auto_closed: list[AutoClosedConflict] = Field(
+        default_factory=list, description="Open pairs from an earlier gate closed as no longer conflicting, and why."
+    )
     embedded: int = Field(default=0, description="Memories embedded for hybrid search by this reindex.")
     semantic_note: str = ""
