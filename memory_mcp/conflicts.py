@@ -29,7 +29,7 @@ from functools import lru_cache
 
 from . import index as ix
 from .models import ConflictCandidate, RelatedMemory, Trust
-from .query import STOPWORDS, fold, stem, terms_of
+from .query import STOPWORDS, Term, fold, stem, terms_of
 
 NEAR_TEXT_SIMILARITY = 0.5
 MAX_CONFLICTS = 5
@@ -133,6 +133,7 @@ _WEEKDAYS = {
     **dict.fromkeys(("sunday", "sundays", "domingo", "domingos", "일요일"), "sun"),
 }
 _KO_WEEKDAY = re.compile("[월화수목금토일]요일")
+_WEEKDAY_RE = re.compile(r"(?<!\w)(" + "|".join(sorted(_WEEKDAYS, key=len, reverse=True)) + ")")
 
 
 @dataclass(frozen=True)
@@ -158,9 +159,15 @@ class Assessment:
     text_similarity: float = 0.0
 
 
-@lru_cache(maxsize=4096)  # the new memory's side is the same for every candidate
+# Texts are analysed through small caches: the new memory's side is the same for every candidate.
+@lru_cache(maxsize=4096)
+def _terms(text: str) -> tuple[Term, ...]:
+    return tuple(terms_of(text))
+
+
+@lru_cache(maxsize=4096)
 def _token_set(text: str) -> frozenset[str]:
-    return frozenset(t.stem for t in terms_of(text) if len(t.stem) >= 2)
+    return frozenset(t.stem for t in _terms(text) if len(t.stem) >= 2)
 
 
 def similarity(a: str, b: str) -> float:
@@ -170,30 +177,39 @@ def similarity(a: str, b: str) -> float:
     return len(sa & sb) / len(sa | sb)
 
 
-def entity_words(entities: tuple[str, ...] | list[str]) -> set[str]:
+def entity_words(entities: tuple[str, ...] | list[str]) -> frozenset[str]:
     """The words of entity names ("alice-kim" → alice, kim, alice-kim): set aside from content words."""
+    return _entity_words(tuple(entities))
+
+
+@lru_cache(maxsize=4096)
+def _entity_words(entities: tuple[str, ...]) -> frozenset[str]:
     out: set[str] = set()
     for e in entities:
         f = fold(e)
         out.add(f)
         out |= {w for w in re.split(r"[\W_]+", f) if w}
-    return out | {stem(w) for w in out}  # "atlas" is indexed as the stem "atla"
+    return frozenset(out | {stem(w) for w in out})  # "atlas" is indexed as the stem "atla"
 
 
 def content_words(text: str, entities: tuple[str, ...] | list[str] = ()) -> set[str]:
     """Stems that can name an attribute: no function words, generic verbs, cue words, entities or numbers."""
-    return set(_content_list(text, tuple(entities)))
+    return set(_content_list(text, entities))
+
+
+def _content_list(text: str, entities: tuple[str, ...] | list[str] = ()) -> tuple[str, ...]:
+    skip = entity_words(entities)
+    return tuple(w for w in _content_words_of(text) if w not in skip)
 
 
 @lru_cache(maxsize=4096)
-def _content_list(text: str, entities: tuple[str, ...] = ()) -> tuple[str, ...]:
-    skip = entity_words(entities) | _CUE_WORDS
+def _content_words_of(text: str) -> tuple[str, ...]:
     out: list[str] = []
-    for t in terms_of(text):
+    for t in _terms(text):
         word = t.stem.lstrip("0123456789")  # "24시간" → 시간, "40gb" → gb: the unit is content, the number a value
         if len(word) < 2 and not re.search("[\uac00-\ud7a3]", word):
             continue
-        if word in _GENERIC or word in skip or t.text in _GENERIC or word.isdigit() or _KO_WEEKDAY.search(word):
+        if word in _GENERIC or word in _CUE_WORDS or t.text in _GENERIC or word.isdigit() or _KO_WEEKDAY.search(word):
             continue
         if any(cue in word for cue in _CUES_KO):
             continue
@@ -205,7 +221,7 @@ def _content_list(text: str, entities: tuple[str, ...] = ()) -> tuple[str, ...]:
 
 def subject_phrase(new_title: str, old_title: str, entities: tuple[str, ...]) -> set[str]:
     """The content words both titles open with ("배포 서버", "servicio facturacion"): the subject, not an attribute."""
-    a, b = _content_list(new_title, tuple(entities)), _content_list(old_title, tuple(entities))
+    a, b = _content_list(new_title, entities), _content_list(old_title, entities)
     prefix: set[str] = set()
     for x, y in zip(a, b, strict=False):
         if x != y:
@@ -223,7 +239,7 @@ def values_of(text: str, entities: tuple[str, ...] | list[str] = ()) -> set[str]
     """Numbers, weekdays and names in a text, plus its entities: what a parallel statement may change."""
     folded = fold(text)
     values = set(_NUMBER.findall(folded)) | {c for c in _CODE.findall(folded) if any(ch.isdigit() for ch in c)}
-    values |= {day for word, day in _WEEKDAYS.items() if re.search(rf"(?<!\w){re.escape(word)}", folded)}
+    values |= {_WEEKDAYS[m.group(1)] for m in _WEEKDAY_RE.finditer(folded)}
     for line in text.splitlines():
         for sentence in re.split(r"(?<=[.!?;:])\s+", line):
             for i, m in enumerate(_NAME.finditer(sentence)):
@@ -272,7 +288,7 @@ def _mentions(words: set[str], subject: str) -> bool:
 
 @lru_cache(maxsize=4096)
 def _all_words(s: Statement) -> frozenset[str]:
-    terms = terms_of(s.text)
+    terms = _terms(s.text)
     return frozenset({t.stem for t in terms} | {t.text for t in terms} | entity_words(s.entities))
 
 
