@@ -9,6 +9,7 @@ summed per category.
     python bench/conflicts_eval.py                      # dev set and held-out set, per category
     python bench/conflicts_eval.py --show-errors        # also every false alarm and every miss, with reasons
     python bench/conflicts_eval.py --json
+    python bench/conflicts_eval.py --speed 2000       # remember time when 2,000 memories share its entity
 
 The cases are hand-written for this project (bench/conflict_cases.jsonl is the dev set the gate was
 tuned on; bench/conflict_cases_heldout.jsonl was written at the same time and is only measured).
@@ -18,8 +19,10 @@ from __future__ import annotations
 
 import argparse
 import json
+import random
 import sys
 import tempfile
+import time
 from collections import defaultdict
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -114,12 +117,48 @@ def score(results: list[CaseResult]) -> dict[str, Tally]:
     return dict(by)
 
 
+def speed(n: int, remembers: int = 5) -> list[float]:
+    """Seconds per remember on a store of `n` hand-written memories that all share its entity (worst case)."""
+    words = "deploy cache session token queue worker build release review config metrics latency search".split()
+    rnd = random.Random(7)
+    with tempfile.TemporaryDirectory(prefix="conflicts-speed-") as tmp:
+        root = Path(tmp) / "store"
+        (root / "memories").mkdir(parents=True)
+        for i in range(n):
+            w = rnd.sample(words, 4)
+            (root / "memories" / f"m{i}.md").write_text(
+                f"---\nid: M{i:06d}\ntype: fact\nentities: [atlas-web, {w[0]}]\n---\n"
+                f"# atlas-web {w[1]} {w[2]} uses {rnd.randint(1, 99)}\n\n"
+                f"The atlas-web {w[1]} {w[3]} runs with {w[2]} set to {rnd.randint(1, 500)} on {w[0]} hosts.\n",
+                encoding="utf-8",
+            )
+        service = MemoryService(root)
+        try:
+            service.status()  # the first index build is not what is measured
+            times = []
+            for k in range(remembers):
+                started = time.perf_counter()
+                service.remember(
+                    f"atlas-web session timeout is now {k + 10} minutes",
+                    f"The atlas-web session timeout is now {k + 10} minutes.",
+                    entities=["atlas-web", "session"],
+                )
+                times.append(time.perf_counter() - started)
+        finally:
+            service.close()
+    return times
+
+
 def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--set", choices=[*SETS, "all"], default="all")
     parser.add_argument("--show-errors", action="store_true", help="print every false alarm and miss")
     parser.add_argument("--json", action="store_true")
+    parser.add_argument("--speed", type=int, metavar="N", help="time remember with N memories on its entity")
     args = parser.parse_args()
+    if args.speed:
+        print(f"remember with {args.speed} memories on its entity, s: {[round(t, 3) for t in speed(args.speed)]}")
+        return 0
     names = list(SETS) if args.set == "all" else [args.set]
     out: dict[str, Any] = {}
     for name in names:
