@@ -166,7 +166,10 @@ async def test_replacements_are_conflicts_complementary_facts_are_related(tools:
 @pytestmark_anyio
 async def test_korean_and_spanish(tools: Tools) -> None:
     heroku = await tools.remember(
-        "atlas-api는 Heroku에 배포한다", "atlas-api는 Heroku에 배포한다.", type="decision", entities=["atlas-api", "heroku"]
+        "atlas-api는 Heroku에 배포한다",
+        "atlas-api는 Heroku에 배포한다.",
+        type="decision",
+        entities=["atlas-api", "heroku"],
     )
     ecs = await tools.remember(
         "atlas-api는 이제 AWS ECS에 배포한다",
@@ -215,9 +218,7 @@ async def test_reindex_closes_old_gate_false_alarms_and_keeps_real_and_resolved_
     # created), so reindex re-judges it: it must stay open
     write_file(
         spaces,
-        spaces.read_text(encoding="utf-8").replace(
-            "detected: 2026-10-20T09:00:00Z", "detected: 2026-10-07T15:45:00Z"
-        ),
+        spaces.read_text(encoding="utf-8").replace("detected: 2026-10-20T09:00:00Z", "detected: 2026-10-07T15:45:00Z"),
     )
     created = "created: 2026-11-02T10:00:00Z\nupdated: 2026-11-02T10:00:00Z\n"
 
