@@ -107,23 +107,22 @@ def test_a_project_wide_entity_alone_is_not_enough_for_a_cue() -> None:
 
 # ---------------------------------------------------------------- through the real server
 
-pytestmark_anyio = pytest.mark.anyio
+
+async def _say(tools: Tools, title: str, *entities: str, type: str = "fact", body: str = "") -> dict:
+    """Remember a one-line statement (its title is its body unless one is given)."""
+    return await tools.remember(title, body or f"{title}.", type=type, entities=list(entities))
 
 
-@pytestmark_anyio
+@pytest.mark.anyio
 async def test_false_alarm_from_the_issue_is_related_not_a_conflict(tools: Tools, store: Path) -> None:
-    tabs = await tools.remember(
-        "Alice wants tabs in atlas-web",
-        "Alice Kim wants tabs for indentation in the atlas-web frontend code.",
-        type="preference",
-        entities=["alice-kim", "atlas-web"],
-    )
-    bob = await tools.remember(
-        "Bob prefers pytest",
-        "Bob Lee prefers pytest over unittest for the atlas-web test suite.",
-        type="preference",
-        entities=["bob-lee", "atlas-web"],
-    )
+    tabs = await _say(
+        tools, "Alice wants tabs in atlas-web", "alice-kim", "atlas-web", type="preference",
+        body="Alice Kim wants tabs for indentation in the atlas-web frontend code.",
+    )  # fmt: skip
+    bob = await _say(
+        tools, "Bob prefers pytest", "bob-lee", "atlas-web", type="preference",
+        body="Bob Lee prefers pytest over unittest for the atlas-web test suite.",
+    )  # fmt: skip
     assert bob["conflicts"] == []
     assert [(r["id"], r["shared_entities"]) for r in bob["related"]] == [(tabs["id"], ["atlas-web"])]
     assert bob["related"][0]["reasons"] == ["different subjects: bob / alice"]
@@ -134,12 +133,10 @@ async def test_false_alarm_from_the_issue_is_related_not_a_conflict(tools: Tools
     assert (status["unresolved_conflicts_total"], status["unresolved_conflicts"]) == (0, [])
 
     # a real contradiction on the same project is a conflict, with its evidence, and is recorded
-    spaces = await tools.remember(
-        "Alice now wants 2-space indentation in atlas-web",
-        "Alice Kim now wants 2-space indentation in the atlas-web frontend code, not tabs.",
-        type="preference",
-        entities=["alice-kim", "atlas-web"],
-    )
+    spaces = await _say(
+        tools, "Alice now wants 2-space indentation in atlas-web", "alice-kim", "atlas-web", type="preference",
+        body="Alice Kim now wants 2-space indentation in the atlas-web frontend code, not tabs.",
+    )  # fmt: skip
     assert [c["id"] for c in spaces["conflicts"]] == [tabs["id"]]
     assert "replacement cue: now" in spaces["conflicts"][0]["reasons"]
     assert [r["id"] for r in spaces["related"]] == [bob["id"]]
@@ -147,13 +144,13 @@ async def test_false_alarm_from_the_issue_is_related_not_a_conflict(tools: Tools
     assert (await tools.status())["unresolved_conflicts_total"] == 1
 
 
-@pytestmark_anyio
+@pytest.mark.anyio
 async def test_replacements_are_conflicts_complementary_facts_are_related(tools: Tools, store: Path) -> None:
-    ttl = await tools.remember("Redis session TTL is 24 hours", "Redis session TTL is 24 hours.", entities=["redis"])
-    port = await tools.remember("Redis runs on port 6380", "Redis runs on port 6380.", entities=["redis"])
+    ttl = await _say(tools, "Redis session TTL is 24 hours", "redis")
+    port = await _say(tools, "Redis runs on port 6380", "redis")
     assert port["conflicts"] == [] and [r["id"] for r in port["related"]] == [ttl["id"]]
-    lowered = await tools.remember(
-        "Redis session TTL lowered to 1 hour", "The Redis session TTL was lowered to 1 hour.", entities=["redis"]
+    lowered = await _say(
+        tools, "Redis session TTL lowered to 1 hour", "redis", body="The Redis TTL was lowered to 1 hour."
     )
     assert [c["id"] for c in lowered["conflicts"]] == [ttl["id"]]
     reasons = lowered["conflicts"][0]["reasons"]
@@ -163,44 +160,26 @@ async def test_replacements_are_conflicts_complementary_facts_are_related(tools:
     assert [{u["a_id"], u["b_id"]} for u in status["unresolved_conflicts"]] == [{ttl["id"], lowered["id"]}]
 
 
-@pytestmark_anyio
+@pytest.mark.anyio
 async def test_korean_and_spanish(tools: Tools) -> None:
-    heroku = await tools.remember(
-        "atlas-api는 Heroku에 배포한다",
-        "atlas-api는 Heroku에 배포한다.",
-        type="decision",
-        entities=["atlas-api", "heroku"],
-    )
-    ecs = await tools.remember(
-        "atlas-api는 이제 AWS ECS에 배포한다",
-        "atlas-api는 이제 AWS ECS에 배포한다.",
-        type="decision",
-        entities=["atlas-api", "aws-ecs"],
-    )
+    heroku = await _say(tools, "atlas-api는 Heroku에 배포한다", "atlas-api", "heroku", type="decision")
+    ecs = await _say(tools, "atlas-api는 이제 AWS ECS에 배포한다", "atlas-api", "aws-ecs", type="decision")
     assert [c["id"] for c in ecs["conflicts"]] == [heroku["id"]]
     assert "replacement cue: 이제" in ecs["conflicts"][0]["reasons"]
-    port = await tools.remember("Redis는 6380 포트에서 실행된다", "Redis는 6380 포트에서 실행된다.", entities=["redis"])
-    memory = await tools.remember("Redis 최대 메모리는 4GB이다", "Redis 최대 메모리는 4GB이다.", entities=["redis"])
+    port = await _say(tools, "Redis는 6380 포트에서 실행된다", "redis")
+    memory = await _say(tools, "Redis 최대 메모리는 4GB이다", "redis")
     assert memory["conflicts"] == [] and [r["id"] for r in memory["related"]] == [port["id"]]
 
-    s3 = await tools.remember("Los backups se guardan en S3", "Los backups se guardan en S3.", entities=["backups"])
-    b2 = await tools.remember(
-        "Los backups ya no se guardan en S3",
-        "Los backups ya no se guardan en S3, ahora van a Backblaze B2.",
-        entities=["backups"],
+    s3 = await _say(tools, "Los backups se guardan en S3", "backups")
+    b2 = await _say(
+        tools, "Los backups ya no se guardan en S3", "backups", body="Ya no se guardan en S3, ahora van a Backblaze B2."
     )
     assert [c["id"] for c in b2["conflicts"]] == [s3["id"]]
-    marco = await tools.remember(
-        "Marco prefiere revisiones de código asíncronas",
-        "Marco prefiere revisiones de código asíncronas.",
-        type="preference",
-        entities=["marco-diaz", "billing-service"],
+    marco = await _say(
+        tools, "Marco prefiere revisiones de código asíncronas", "marco-diaz", "billing-service", type="preference"
     )
-    lucia = await tools.remember(
-        "Lucía prefiere revisiones de código en persona",
-        "Lucía prefiere revisiones de código en persona.",
-        type="preference",
-        entities=["lucia-gomez", "billing-service"],
+    lucia = await _say(
+        tools, "Lucía prefiere revisiones de código en persona", "lucia-gomez", "billing-service", type="preference"
     )
     assert lucia["conflicts"] == [] and [r["id"] for r in lucia["related"]] == [marco["id"]]
 
@@ -209,7 +188,7 @@ def _entry(path: Path, other: str) -> dict:
     return next(e for e in frontmatter(path)["conflicts"] if str(e["with"]) == other)
 
 
-@pytestmark_anyio
+@pytest.mark.anyio
 async def test_reindex_closes_old_gate_false_alarms_and_keeps_real_and_resolved_pairs(store: Path) -> None:
     shutil.copytree(EXAMPLE_STORE, store, ignore=shutil.ignore_patterns(".index"))
     memories = store / "memories"
