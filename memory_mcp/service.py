@@ -21,7 +21,15 @@ from . import canon
 from . import index as ix
 from . import semantic as sem
 from .config import Settings
-from .conflicts import AUTO_CLOSED, MAX_CONFLICTS, NEAR_TEXT_SIMILARITY, StalePair, find_neighbours, stale_open_pairs
+from .conflicts import (
+    AUTO_CLOSED,
+    MAX_CONFLICTS,
+    MAX_RELATED,
+    NEAR_TEXT_SIMILARITY,
+    StalePair,
+    find_neighbours,
+    stale_open_pairs,
+)
 from .documents import (
     DOCUMENT_TRUST,
     ChunkRow,
@@ -103,6 +111,7 @@ class Limits:
     compaction_min_group: int = COMPACTION_MIN_GROUP
     near_text_similarity: float = NEAR_TEXT_SIMILARITY
     max_conflicts: int = MAX_CONFLICTS
+    max_related: int = MAX_RELATED
 
     @classmethod
     def from_settings(cls, settings: Settings) -> Limits:
@@ -118,6 +127,7 @@ class Limits:
             compaction_min_group=g("compaction.min_group"),
             near_text_similarity=g("conflicts.near_text_similarity"),
             max_conflicts=g("conflicts.max_conflicts"),
+            max_related=g("conflicts.max_related"),
         )
 
     def title(self, title: str) -> str:
@@ -399,6 +409,7 @@ class MemoryService:
                 new_id=new_id,
                 near_text=self.limits.near_text_similarity,
                 max_conflicts=self.limits.max_conflicts,
+                max_related=self.limits.max_related,
             )
             handoff = mem_type is MemoryType.HANDOFF
             neighbours = [n for n in found.conflicts if n.id not in supersedes and not handoff]
