@@ -273,6 +273,8 @@ def _remember_text(a: RememberAnswer) -> str:
             f"possible conflict {c.pair_hash} with {c.id} ({c.title}); shared {c.shared_entities}, "
             f"similarity {c.text_similarity}, {c.days_apart} days apart, latest_wins_eligible={c.latest_wins_eligible}"
         )
+        lines += [f"  because {reason}" for reason in c.reasons]
+    lines += [f"related (not a conflict) {r.id} ({r.title}); shared {r.shared_entities}" for r in a.related]
     return "\n".join(lines)
 
 
@@ -307,6 +309,10 @@ def _reindex_text(a: ReindexAnswer) -> str:
         note = f" ({a.semantic_note})" if a.semantic_note else ""
         lines.append(f"embedded {a.embedded} memories for hybrid search{note}")
     lines += [f"unparseable {u.path}: {u.reason}" for u in a.unparseable]
+    lines += [
+        f"auto-closed conflict {c.pair_hash} ({c.recorded_in} <> {c.other_id}): {'; '.join(c.reasons)}"
+        for c in a.auto_closed
+    ]
     if a.verified:
         lines.append(f"verify: {len(a.mismatches)} mismatch(es)")
         lines += [f"  {m.path}: {m.problem}" for m in a.mismatches]

@@ -100,8 +100,15 @@ SETTINGS: tuple[Setting, ...] = (
     ),
     _i("compaction.min_group", 3, 2, 10_000, "smallest group of similar memories worth compacting"),
     # conflict gate (conflicts.py)
-    _f("conflicts.near_text_similarity", 0.5, 0.0, 1.0, "word-set similarity at which two memories are neighbours"),
+    _f(
+        "conflicts.near_text_similarity",
+        0.5,
+        0.0,
+        1.0,
+        "word-set similarity at which two memories count as near-identical (a conflict)",
+    ),
     _i("conflicts.max_conflicts", 5, 0, 1000, "most conflict candidates reported for one new memory"),
+    _i("conflicts.max_related", 5, 0, 1000, "most related (non-conflicting) neighbours listed for one new memory"),
     # (the reconciler's 50 ms racy window and canon's 1 MiB file cap are safety constants, not settings)
     Setting(
         "index.change_watch",

@@ -240,6 +240,18 @@ class ConflictCandidate(BaseModel):
     days_apart: float
     latest_wins_eligible: bool
     pair_hash: str
+    reasons: list[str] = Field(default_factory=list, description="The evidence that makes this pair a conflict.")
+
+
+class RelatedMemory(BaseModel):
+    """A neighbour sharing an entity that does not look like a contradiction: listed, never recorded."""
+
+    id: str
+    path: str
+    title: str
+    shared_entities: list[str]
+    text_similarity: float
+    reasons: list[str] = Field(default_factory=list, description="Why the gate did not count it as a conflict.")
 
 
 class RememberAnswer(BaseModel):
@@ -250,7 +262,12 @@ class RememberAnswer(BaseModel):
     deduplicated_state: str | None = None
     superseded: list[str] = Field(default_factory=list)
     message: str = ""
-    conflicts: list[ConflictCandidate] = Field(default_factory=list)
+    conflicts: list[ConflictCandidate] = Field(
+        default_factory=list, description="Memories this one likely contradicts or replaces; recorded as open pairs."
+    )
+    related: list[RelatedMemory] = Field(
+        default_factory=list, description="Same-entity neighbours that state something else; written nowhere."
+    )
     index: IndexReport
 
 
@@ -418,6 +435,16 @@ class Mismatch(BaseModel):
     problem: str
 
 
+class AutoClosedConflict(BaseModel):
+    """An open pair recorded by an earlier conflict gate that today's gate does not count as a conflict."""
+
+    scope: str = "global"
+    pair_hash: str
+    recorded_in: str = Field(description="The memory whose file records the pair (now resolved: auto-closed).")
+    other_id: str
+    reasons: list[str]
+
+
 class ReindexAnswer(BaseModel):
     store: str
     scopes: list[str] = Field(default_factory=list)
@@ -427,5 +454,8 @@ class ReindexAnswer(BaseModel):
     verified: bool
     mismatches: list[Mismatch]
     seconds: float
+    auto_closed: list[AutoClosedConflict] = Field(
+        default_factory=list, description="Open pairs from an earlier gate closed as no longer conflicting, and why."
+    )
     embedded: int = Field(default=0, description="Memories embedded for hybrid search by this reindex.")
     semantic_note: str = ""

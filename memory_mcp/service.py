@@ -22,7 +22,15 @@ from . import canon
 from . import index as ix
 from . import semantic as sem
 from .config import Settings
-from .conflicts import MAX_CONFLICTS, NEAR_TEXT_SIMILARITY, find_neighbours
+from .conflicts import (
+    AUTO_CLOSED,
+    MAX_CONFLICTS,
+    MAX_RELATED,
+    NEAR_TEXT_SIMILARITY,
+    StalePair,
+    find_neighbours,
+    stale_open_pairs,
+)
 from .documents import (
     DOCUMENT_TRUST,
     ChunkRow,
@@ -36,6 +44,7 @@ from .documents import (
 from .errors import InputError, NotFoundError, StaleWriteError
 from .lifecycle import check_editable, check_purge, check_transition
 from .models import (
+    AutoClosedConflict,
     BrowseAnswer,
     ChainLink,
     CollapsedResult,
@@ -110,6 +119,7 @@ class Limits:
     compaction_min_group: int = COMPACTION_MIN_GROUP
     near_text_similarity: float = NEAR_TEXT_SIMILARITY
     max_conflicts: int = MAX_CONFLICTS
+    max_related: int = MAX_RELATED
 
     @classmethod
     def from_settings(cls, settings: Settings) -> Limits:
@@ -125,6 +135,7 @@ class Limits:
             compaction_min_group=g("compaction.min_group"),
             near_text_similarity=g("conflicts.near_text_similarity"),
             max_conflicts=g("conflicts.max_conflicts"),
+            max_related=g("conflicts.max_related"),
         )
 
     def title(self, title: str) -> str:
@@ -398,22 +409,22 @@ class MemoryService:
             entities = s.dictionary.normalise(entities)
             new_id = str(ULID())
             now = canon.now_iso()
-            neighbours = [
-                n
-                for n in find_neighbours(
-                    conn,
-                    title=title,
-                    body=body,
-                    mem_type=mem_type.value,
-                    trust=mem_trust.value,
-                    entities=entities,
-                    created=now,
-                    new_id=new_id,
-                    near_text=self.limits.near_text_similarity,
-                    max_conflicts=self.limits.max_conflicts,
-                )
-                if n.id not in supersedes and mem_type is not MemoryType.HANDOFF
-            ]
+            found = find_neighbours(
+                conn,
+                title=title,
+                body=body,
+                mem_type=mem_type.value,
+                trust=mem_trust.value,
+                entities=entities,
+                created=now,
+                new_id=new_id,
+                near_text=self.limits.near_text_similarity,
+                max_conflicts=self.limits.max_conflicts,
+                max_related=self.limits.max_related,
+            )
+            handoff = mem_type is MemoryType.HANDOFF
+            neighbours = [n for n in found.conflicts if n.id not in supersedes and not handoff]
+            related = [r for r in found.related if r.id not in supersedes and not handoff]
             fields: dict[str, Any] = {
                 "id": new_id,
                 "type": mem_type.value,
@@ -445,6 +456,7 @@ class MemoryService:
                 superseded=[o.id for o in olds],
                 message=f"replaced the previous handoff {', '.join(replaced_handoff)}" if replaced_handoff else "",
                 conflicts=neighbours,
+                related=related,
                 index=s.index_report(report),
             )
 
@@ -1376,11 +1388,13 @@ class MemoryService:
         files = memories = 0
         unparseable: list[Unparseable] = []
         mismatches: list[Mismatch] = []
+        auto_closed: list[AutoClosedConflict] = []
         with self.scopes.open(scope, store) as opened:
             for o in opened:
                 s = o.session
                 mismatches += [m.model_copy(update={"scope": o.scope}) for m in (self._verify(s) if verify else [])]
                 report, _ = s.rebuild()
+                auto_closed += [c.model_copy(update={"scope": o.scope}) for c in self._close_stale_conflicts(s)]
                 files += report.scanned
                 memories += s.conn.execute("SELECT count(*) FROM memories").fetchone()[0]
                 unparseable += [u.model_copy(update={"scope": o.scope}) for u in unparseable_files(s.conn)]
@@ -1392,12 +1406,52 @@ class MemoryService:
                 unparseable=unparseable,
                 verified=verify,
                 mismatches=mismatches,
+                auto_closed=auto_closed,
                 seconds=0.0,
             )
         # vectors survived the rebuild (keyed by content); embed what is new, outside the store lock
         answer.embedded, answer.semantic_note = self.embed_pending(store=store, scope=scope)
         answer.seconds = round(time.perf_counter() - started, 4)
         return answer
+
+    def _close_stale_conflicts(self, s: StoreSession) -> list[AutoClosedConflict]:
+        """Resolve, in the holder's file, open pairs an earlier gate recorded that today's gate rejects.
+
+        The entry becomes `status: resolved`, `resolution: auto-closed`, with the gate's reasons as the
+        note, so the file says why. A file edited since it was indexed is left for the next reindex.
+        """
+        stale = stale_open_pairs(s.conn, self.limits.near_text_similarity)
+        by_holder: dict[str, list[StalePair]] = defaultdict(list)
+        for pair in stale:
+            by_holder[pair.holder.path].append(pair)
+        now, closed, written = canon.now_iso(), [], []
+        ledger = ix.file_rows_at(s.conn, list(by_holder))
+        for path, pairs in by_holder.items():
+            why = {p.other_id: p for p in pairs}
+
+            def mutate(meta: dict, why: dict[str, StalePair] = why) -> None:
+                for entry in meta.get("conflicts") or []:
+                    pair = why.get(str(entry.get("with")))
+                    if pair is not None and str(entry.get("status") or "open") == "open":
+                        entry["status"] = "resolved"
+                        entry["resolution"] = AUTO_CLOSED
+                        entry["resolved"] = now
+                        entry["note"] = "not a conflict by the current gate: " + "; ".join(pair.reasons)
+
+            try:
+                canon.rewrite(s.store.root / path, mutate, expected_sha=ledger[path].sha256)
+            except (canon.CanonError, KeyError):
+                continue  # changed by hand since the rebuild read it: the next reindex looks again
+            written.append(path)
+            closed += [
+                AutoClosedConflict(
+                    pair_hash=p.pair_hash, recorded_in=p.holder.id, other_id=p.other_id, reasons=p.reasons
+                )
+                for p in pairs
+            ]
+        if written:
+            s.write_files(written)
+        return closed
 
     def embed_pending(self, store: str | None = None, scope: str | None = None) -> tuple[int, str]:
         """Embed every memory that lacks a vector; (how many, why it stopped early or was skipped).

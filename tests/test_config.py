@@ -89,6 +89,7 @@ def test_every_setting_is_declared_once_with_a_valid_default_and_help() -> None:
         ("compaction.min_group", service, "COMPACTION_MIN_GROUP"),
         ("conflicts.near_text_similarity", conflicts, "NEAR_TEXT_SIMILARITY"),
         ("conflicts.max_conflicts", conflicts, "MAX_CONFLICTS"),
+        ("conflicts.max_related", conflicts, "MAX_RELATED"),
     ],
 )
 def test_defaults_match_the_module_constants_they_replace(key: str, module: Any, name: str) -> None:

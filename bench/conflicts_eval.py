@@ -1,0 +1,194 @@
+"""Precision and recall of the conflict gate on labelled cases, through MemoryService.remember.
+
+Each case is a small store (a shared base and/or its own memories) plus one new memory and the set of
+stored memories the new one really contradicts or replaces. Every case runs on a fresh temporary
+store: the stored memories are remembered one by one, then the new one, and the ids its answer lists
+as `conflicts` are compared with the expected set. Scores are over pairs (new memory, stored memory),
+summed per category.
+
+    python bench/conflicts_eval.py                      # dev set and held-out set, per category
+    python bench/conflicts_eval.py --show-errors        # also every false alarm and every miss, with reasons
+    python bench/conflicts_eval.py --json
+    python bench/conflicts_eval.py --speed 2000       # remember time when 2,000 memories share its entity
+
+The cases are hand-written for this project (bench/conflict_cases.jsonl is the dev set the gate was
+tuned on; bench/conflict_cases_heldout.jsonl was written at the same time and is only measured).
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import random
+import sys
+import tempfile
+import time
+from collections import defaultdict
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
+
+from memory_mcp.service import MemoryService  # noqa: E402
+
+HERE = Path(__file__).resolve().parent
+SETS = {"dev": HERE / "conflict_cases.jsonl", "held-out": HERE / "conflict_cases_heldout.jsonl"}
+
+
+@dataclass
+class Tally:
+    tp: int = 0
+    fp: int = 0
+    fn: int = 0
+    cases: int = 0
+
+    def add(self, other: Tally) -> None:
+        self.tp, self.fp, self.fn, self.cases = (
+            self.tp + other.tp,
+            self.fp + other.fp,
+            self.fn + other.fn,
+            self.cases + other.cases,
+        )
+
+    @property
+    def precision(self) -> float:
+        return self.tp / (self.tp + self.fp) if self.tp + self.fp else 1.0
+
+    @property
+    def recall(self) -> float:
+        return self.tp / (self.tp + self.fn) if self.tp + self.fn else 1.0
+
+
+@dataclass
+class CaseResult:
+    case_id: str
+    category: str
+    lang: str
+    expected: set[str]
+    got: set[str]
+    related: set[str]
+    reasons: dict[str, list[str]] = field(default_factory=dict)
+
+
+def load(path: Path) -> tuple[dict[str, list[dict[str, Any]]], list[dict[str, Any]]]:
+    bases: dict[str, list[dict[str, Any]]] = {}
+    cases = []
+    for line in path.read_text(encoding="utf-8").splitlines():
+        if not line.strip():
+            continue
+        row = json.loads(line)
+        if "memories" in row:
+            bases[row["base"]] = row["memories"]
+        else:
+            cases.append(row)
+    return bases, cases
+
+
+def _remember(service: MemoryService, m: dict[str, Any]) -> Any:
+    return service.remember(
+        m["title"], m.get("body") or m["title"], type=m.get("type", "fact"), entities=m.get("entities") or []
+    )
+
+
+def run_case(case: dict[str, Any], bases: dict[str, list[dict[str, Any]]]) -> CaseResult:
+    with tempfile.TemporaryDirectory(prefix="conflicts-eval-") as tmp:
+        service = MemoryService(Path(tmp) / "store")
+        try:
+            key_of: dict[str, str] = {}
+            for m in [*bases.get(case.get("base", ""), []), *case["store"]]:
+                key_of[_remember(service, m).id] = m["key"]
+            answer = _remember(service, case["new"])
+        finally:
+            service.close()
+    got = {key_of.get(c.id, c.id) for c in answer.conflicts}
+    related = {key_of.get(r.id, r.id) for r in getattr(answer, "related", [])}
+    reasons = {key_of.get(c.id, c.id): list(getattr(c, "reasons", [])) for c in answer.conflicts}
+    return CaseResult(case["id"], case["category"], case["lang"], set(case["expect"]), got, related, reasons)
+
+
+def score(results: list[CaseResult]) -> dict[str, Tally]:
+    by: dict[str, Tally] = defaultdict(Tally)
+    for r in results:
+        t = Tally(len(r.got & r.expected), len(r.got - r.expected), len(r.expected - r.got), 1)
+        by[r.category].add(t)
+        by[f"lang:{r.lang}"].add(t)
+        by["overall"].add(t)
+    return dict(by)
+
+
+def speed(n: int, remembers: int = 5) -> list[float]:
+    """Seconds per remember on a store of `n` hand-written memories that all share its entity (worst case)."""
+    words = "deploy cache session token queue worker build release review config metrics latency search".split()
+    rnd = random.Random(7)
+    with tempfile.TemporaryDirectory(prefix="conflicts-speed-") as tmp:
+        root = Path(tmp) / "store"
+        (root / "memories").mkdir(parents=True)
+        for i in range(n):
+            w = rnd.sample(words, 4)
+            (root / "memories" / f"m{i}.md").write_text(
+                f"---\nid: M{i:06d}\ntype: fact\nentities: [atlas-web, {w[0]}]\n---\n"
+                f"# atlas-web {w[1]} {w[2]} uses {rnd.randint(1, 99)}\n\n"
+                f"The atlas-web {w[1]} {w[3]} runs with {w[2]} set to {rnd.randint(1, 500)} on {w[0]} hosts.\n",
+                encoding="utf-8",
+            )
+        service = MemoryService(root)
+        try:
+            service.status()  # the first index build is not what is measured
+            times = []
+            for k in range(remembers):
+                started = time.perf_counter()
+                service.remember(
+                    f"atlas-web session timeout is now {k + 10} minutes",
+                    f"The atlas-web session timeout is now {k + 10} minutes.",
+                    entities=["atlas-web", "session"],
+                )
+                times.append(time.perf_counter() - started)
+        finally:
+            service.close()
+    return times
+
+
+def main() -> int:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--set", choices=[*SETS, "all"], default="all")
+    parser.add_argument("--show-errors", action="store_true", help="print every false alarm and miss")
+    parser.add_argument("--json", action="store_true")
+    parser.add_argument("--speed", type=int, metavar="N", help="time remember with N memories on its entity")
+    args = parser.parse_args()
+    if args.speed:
+        print(f"remember with {args.speed} memories on its entity, s: {[round(t, 3) for t in speed(args.speed)]}")
+        return 0
+    names = list(SETS) if args.set == "all" else [args.set]
+    out: dict[str, Any] = {}
+    for name in names:
+        bases, cases = load(SETS[name])
+        results = [run_case(c, bases) for c in cases]
+        tallies = score(results)
+        out[name] = {
+            k: {"cases": t.cases, "tp": t.tp, "fp": t.fp, "fn": t.fn, "precision": t.precision, "recall": t.recall}
+            for k, t in tallies.items()
+        }
+        if args.json:
+            continue
+        print(f"\n{name}: {len(cases)} cases ({SETS[name].name})")
+        print(f"  {'category':<18} {'cases':>5} {'tp':>4} {'fp':>4} {'fn':>4} {'precision':>9} {'recall':>7}")
+        order = sorted(k for k in tallies if k != "overall" and not k.startswith("lang:"))
+        order += sorted(k for k in tallies if k.startswith("lang:")) + ["overall"]
+        for k in order:
+            t = tallies[k]
+            print(f"  {k:<18} {t.cases:>5} {t.tp:>4} {t.fp:>4} {t.fn:>4} {t.precision:>9.2f} {t.recall:>7.2f}")
+        if args.show_errors:
+            for r in results:
+                for key in sorted(r.got - r.expected):
+                    print(f"  false alarm {r.case_id} ({r.category}/{r.lang}): {key} {r.reasons.get(key, [])}")
+                for key in sorted(r.expected - r.got):
+                    where = "listed as related" if key in r.related else "not listed"
+                    print(f"  miss        {r.case_id} ({r.category}/{r.lang}): {key} ({where})")
+    if args.json:
+        print(json.dumps(out, indent=2))
+    return 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())

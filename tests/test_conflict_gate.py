@@ -1,0 +1,261 @@
+"""The conflict gate tells conflicts from related neighbours, explains itself, and re-judges old pairs.
+
+Fast unit tests of the evidence functions first, then the behaviour through the real stdio server:
+the false alarm from issue 10 ("Bob prefers pytest" vs Alice's indentation on atlas-web), a
+replacement, Korean and Spanish cases, and `memory_reindex` closing open pairs an earlier gate
+recorded that the current one rejects, while a real contradiction, resolved pairs and pairs added by
+hand stay as they are.
+"""
+
+from __future__ import annotations
+
+import shutil
+from pathlib import Path
+
+import pytest
+
+from memory_mcp.conflicts import (
+    Statement,
+    assess,
+    content_words,
+    negated,
+    replacement_cues,
+    subject_of,
+    subject_phrase,
+    values_of,
+)
+
+from .helpers import EXAMPLE_STORE, Tools, frontmatter, stdio_tools, write_file
+
+TABS_ID = "01M13XJ160TP99NPR51GGM5VG1"  # example_store: Alice wants tabs in atlas-web
+SPACES_ID = "01M4BGM630QGEXGH0AR6J0BZ1G"  # example_store: Alice wants 2-space indentation (records the pair)
+
+
+def _s(title: str, entities: tuple[str, ...] = (), type: str = "fact", body: str = "") -> Statement:
+    return Statement(title=title, body=body or title, entities=entities, type=type)
+
+
+# ---------------------------------------------------------------- evidence functions
+
+
+def test_content_words_leave_out_entities_function_words_generic_verbs_and_numbers() -> None:
+    words = content_words("Alice wants tabs in atlas-web for the 2 frontend repos", ("alice-kim", "atlas-web"))
+    assert words == {"tab", "frontend", "repo"}
+    assert content_words("Redis 세션 TTL은 24시간이다", ("redis",)) == {"세션", "ttl", "시간"}
+    assert "now" not in content_words("CI now runs on GitHub Actions")  # a cue, not an attribute
+
+
+def test_values_are_numbers_weekdays_identifiers_names_and_entities() -> None:
+    assert {"24", "1"} <= values_of("TTL lowered from 24 hours to 1 hour")
+    assert {"thu", "tue"} <= values_of("Releases move from Tuesdays to Thursdays")
+    assert {"mon", "wed"} <= values_of("La reunión pasa a los miércoles en lugar de los lunes")
+    assert "tue" in values_of("팀 회의는 화요일에 한다")
+    assert "eu-west-1" in values_of("Staging runs in eu-west-1")
+    assert {"heroku", "aws", "ecs"} <= values_of("atlas-api moves from Heroku to AWS ECS")
+    assert "staging" not in values_of("Staging resets every night")  # a capital at a sentence start is not a name
+    assert "redis" in values_of("keys expire", ("redis",))
+
+
+def test_replacement_cues_in_english_korean_and_spanish() -> None:
+    assert replacement_cues("CI now runs on GitHub Actions instead of CircleCI") == ["now", "instead of"]
+    assert replacement_cues("The team no longer uses Jira") == ["no longer"]
+    assert replacement_cues("atlas-api는 이제 ECS에 배포한다") == ["이제"]
+    assert replacement_cues("회의는 월요일 대신 화요일에 한다") == ["대신"]
+    assert replacement_cues("Los backups ya no se guardan en S3, ahora van a B2") == ["ya no", "ahora"]
+    assert replacement_cues("Knowledge about the nowhere service") == []  # whole words only
+
+
+def test_negation_subject_and_opening_phrase() -> None:
+    assert negated("Commit messages do not need to be in English") and not negated("Commit messages in English")
+    assert negated("VPN은 더 이상 OpenVPN을 쓰지 않는다") and negated("Ya no usamos Slack: sin chat")
+    assert subject_of("Bob prefers pytest") == "bob"
+    assert subject_of("The team uses Jira") == "team"
+    assert subject_of("민수는 탭 들여쓰기를 선호한다") == "민수"
+    assert subject_phrase("배포 서버는 Ubuntu를 쓴다", "배포 서버 로그는 /var/log에 있다", ()) == {"배포", "서버"}
+
+
+def test_assess_separates_conflicts_from_related_and_says_why() -> None:
+    ttl = _s("Redis session TTL is 24 hours", ("redis",))
+    lowered = assess(_s("Redis session TTL lowered to 1 hour", ("redis",)), ttl)
+    assert lowered.conflict
+    assert any(r.startswith("value changed") for r in lowered.reasons)
+    assert "replacement cue: lowered" in lowered.reasons
+
+    heroku = _s("atlas-api deploys to Heroku", ("atlas-api", "heroku"), "decision")
+    assert assess(_s("atlas-api moves to AWS ECS", ("atlas-api", "aws-ecs"), "decision"), heroku).conflict
+
+    port = assess(_s("Redis runs on port 6380", ("redis",)), ttl)
+    assert not port.conflict  # same entity, another attribute: related
+
+    tabs = _s("Alice wants tabs in atlas-web", ("alice-kim", "atlas-web"), "preference")
+    bob = assess(_s("Bob prefers pytest", ("bob-lee", "atlas-web"), "preference"), tabs)
+    assert not bob.conflict and bob.reasons == ["different subjects: bob / alice"]
+
+    first = _s("Incident: disk full on deploy server", ("deploy-server",), "episode")
+    again = assess(_s("Incident: disk full on deploy server again", ("deploy-server",), "episode"), first)
+    assert not again.conflict and "episodes" in again.reasons[0]
+
+
+def test_a_project_wide_entity_alone_is_not_enough_for_a_cue() -> None:
+    vercel = _s("atlas-web deploys to Vercel", ("atlas-web", "vercel"))
+    sentry = _s("atlas-web error tracking is in Sentry", ("atlas-web", "sentry"))
+    netlify = _s("atlas-web deploys to Netlify instead of Vercel", ("atlas-web", "netlify"))
+    broad = frozenset({"atlas-web"})
+    assert assess(netlify, vercel, broad_entities=broad).conflict
+    assert not assess(netlify, sentry, broad_entities=broad).conflict
+
+
+# ---------------------------------------------------------------- through the real server
+
+
+async def _say(tools: Tools, title: str, *entities: str, type: str = "fact", body: str = "") -> dict:
+    """Remember a one-line statement (its title is its body unless one is given)."""
+    return await tools.remember(title, body or f"{title}.", type=type, entities=list(entities))
+
+
+@pytest.mark.anyio
+async def test_false_alarm_from_the_issue_is_related_not_a_conflict(tools: Tools, store: Path) -> None:
+    tabs = await _say(
+        tools, "Alice wants tabs in atlas-web", "alice-kim", "atlas-web", type="preference",
+        body="Alice Kim wants tabs for indentation in the atlas-web frontend code.",
+    )  # fmt: skip
+    bob = await _say(
+        tools, "Bob prefers pytest", "bob-lee", "atlas-web", type="preference",
+        body="Bob Lee prefers pytest over unittest for the atlas-web test suite.",
+    )  # fmt: skip
+    assert bob["conflicts"] == []
+    assert [(r["id"], r["shared_entities"]) for r in bob["related"]] == [(tabs["id"], ["atlas-web"])]
+    assert bob["related"][0]["reasons"] == ["different subjects: bob / alice"]
+    # related memories are written nowhere and never counted as unresolved
+    assert "conflicts" not in frontmatter(store / bob["path"])
+    assert "conflicts" not in frontmatter(store / tabs["path"])
+    status = await tools.status()
+    assert (status["unresolved_conflicts_total"], status["unresolved_conflicts"]) == (0, [])
+
+    # a real contradiction on the same project is a conflict, with its evidence, and is recorded
+    spaces = await _say(
+        tools, "Alice now wants 2-space indentation in atlas-web", "alice-kim", "atlas-web", type="preference",
+        body="Alice Kim now wants 2-space indentation in the atlas-web frontend code, not tabs.",
+    )  # fmt: skip
+    assert [c["id"] for c in spaces["conflicts"]] == [tabs["id"]]
+    assert "replacement cue: now" in spaces["conflicts"][0]["reasons"]
+    assert [r["id"] for r in spaces["related"]] == [bob["id"]]
+    assert [e["with"] for e in frontmatter(store / spaces["path"])["conflicts"]] == [tabs["id"]]
+    assert (await tools.status())["unresolved_conflicts_total"] == 1
+
+
+@pytest.mark.anyio
+async def test_replacements_are_conflicts_complementary_facts_are_related(tools: Tools, store: Path) -> None:
+    ttl = await _say(tools, "Redis session TTL is 24 hours", "redis")
+    port = await _say(tools, "Redis runs on port 6380", "redis")
+    assert port["conflicts"] == [] and [r["id"] for r in port["related"]] == [ttl["id"]]
+    lowered = await _say(
+        tools, "Redis session TTL lowered to 1 hour", "redis", body="The Redis TTL was lowered to 1 hour."
+    )
+    assert [c["id"] for c in lowered["conflicts"]] == [ttl["id"]]
+    reasons = lowered["conflicts"][0]["reasons"]
+    assert any(r.startswith("value changed: 24") for r in reasons) and "replacement cue: lowered" in reasons
+    assert [r["id"] for r in lowered["related"]] == [port["id"]]
+    status = await tools.status()
+    assert [{u["a_id"], u["b_id"]} for u in status["unresolved_conflicts"]] == [{ttl["id"], lowered["id"]}]
+
+
+@pytest.mark.anyio
+async def test_korean_and_spanish(tools: Tools) -> None:
+    heroku = await _say(tools, "atlas-api는 Heroku에 배포한다", "atlas-api", "heroku", type="decision")
+    ecs = await _say(tools, "atlas-api는 이제 AWS ECS에 배포한다", "atlas-api", "aws-ecs", type="decision")
+    assert [c["id"] for c in ecs["conflicts"]] == [heroku["id"]]
+    assert "replacement cue: 이제" in ecs["conflicts"][0]["reasons"]
+    port = await _say(tools, "Redis는 6380 포트에서 실행된다", "redis")
+    memory = await _say(tools, "Redis 최대 메모리는 4GB이다", "redis")
+    assert memory["conflicts"] == [] and [r["id"] for r in memory["related"]] == [port["id"]]
+
+    s3 = await _say(tools, "Los backups se guardan en S3", "backups")
+    b2 = await _say(
+        tools, "Los backups ya no se guardan en S3", "backups", body="Ya no se guardan en S3, ahora van a Backblaze B2."
+    )
+    assert [c["id"] for c in b2["conflicts"]] == [s3["id"]]
+    marco = await _say(
+        tools, "Marco prefiere revisiones de código asíncronas", "marco-diaz", "billing-service", type="preference"
+    )
+    lucia = await _say(
+        tools, "Lucía prefiere revisiones de código en persona", "lucia-gomez", "billing-service", type="preference"
+    )
+    assert lucia["conflicts"] == [] and [r["id"] for r in lucia["related"]] == [marco["id"]]
+
+
+def _entry(path: Path, other: str) -> dict:
+    return next(e for e in frontmatter(path)["conflicts"] if str(e["with"]) == other)
+
+
+@pytest.mark.anyio
+async def test_reindex_closes_old_gate_false_alarms_and_keeps_real_and_resolved_pairs(store: Path) -> None:
+    shutil.copytree(EXAMPLE_STORE, store, ignore=shutil.ignore_patterns(".index"))
+    memories = store / "memories"
+    spaces = next(memories.glob("alice-wants-2-space-*.md"))
+    # make the example's real contradiction look recorded by the gate (detected when its holder was
+    # created), so reindex re-judges it: it must stay open
+    write_file(
+        spaces,
+        spaces.read_text(encoding="utf-8").replace("detected: 2026-10-20T09:00:00Z", "detected: 2026-10-07T15:45:00Z"),
+    )
+    created = "created: 2026-11-02T10:00:00Z\nupdated: 2026-11-02T10:00:00Z\n"
+
+    def old_gate_file(name: str, mem_id: str, title: str, body: str, entities: str, conflicts: str) -> Path:
+        path = memories / name
+        write_file(
+            path,
+            f"---\nid: {mem_id}\ntype: preference\nstate: active\ntrust: user-stated\nentities: [{entities}]\n"
+            f"{created}supersedes: []\nsuperseded_by: []\nconflicts:\n{conflicts}---\n# {title}\n\n{body}\n",
+        )
+        return path
+
+    # what the old gate wrote after "Bob prefers pytest": an open pair with Alice's tabs (a false alarm),
+    # and a second false pair with the 2-space memory that someone already resolved by hand
+    bob = old_gate_file(
+        "bob-prefers-pytest-000001.md",
+        "01M8000000000000000000BOB1",
+        "Bob prefers pytest",
+        "Bob Lee prefers pytest over unittest for the atlas-web test suite.",
+        "bob-lee, atlas-web",
+        f"  - with: {TABS_ID}\n    status: open\n    detected: 2026-11-02T10:00:00Z\n"
+        f"  - with: {SPACES_ID}\n    status: resolved\n    detected: 2026-11-02T10:00:00Z\n"
+        "    resolution: keep_both\n    resolved: 2026-11-03T08:00:00Z\n    note: different people\n",
+    )
+    # a pair a person added later by hand (detected long after the file was created): their word stands
+    carol = old_gate_file(
+        "carol-prefers-playwright-000002.md",
+        "01M8000000000000000000CAR1",
+        "Carol prefers Playwright",
+        "Carol Ng prefers Playwright for the atlas-web end-to-end tests.",
+        "carol-ng, atlas-web",
+        f"  - with: {TABS_ID}\n    status: open\n    detected: 2026-11-20T10:00:00Z\n",
+    )
+    resolved_before = _entry(bob, SPACES_ID)
+
+    async with stdio_tools(store) as tools:
+        before = await tools.status()
+        assert before["unresolved_conflicts_total"] == 3
+        answer = await tools.ok("memory_reindex", verify=True)
+        assert answer["mismatches"] == []
+        closed = answer["auto_closed"]
+        assert [(c["recorded_in"], c["other_id"]) for c in closed] == [("01M8000000000000000000BOB1", TABS_ID)]
+        assert closed[0]["reasons"] == ["different subjects: bob / alice"]
+
+        # the file says why: resolved, auto-closed, with the gate's reasons and when
+        entry = _entry(bob, TABS_ID)
+        assert (entry["status"], entry["resolution"]) == ("resolved", "auto-closed")
+        assert "different subjects" in entry["note"] and entry["resolved"]
+        assert _entry(bob, SPACES_ID) == resolved_before  # a person's resolution is never touched
+        assert _entry(spaces, TABS_ID)["status"] == "open"  # the real contradiction stays open
+        assert _entry(carol, TABS_ID)["status"] == "open"  # a hand-added pair is not re-judged
+
+        after = await tools.status()
+        open_pairs = {frozenset((u["a_id"], u["b_id"])) for u in after["unresolved_conflicts"]}
+        assert open_pairs == {frozenset((TABS_ID, SPACES_ID)), frozenset((TABS_ID, "01M8000000000000000000CAR1"))}
+        history = {h["other_id"]: h for h in (await tools.read(id="01M8000000000000000000BOB1"))["conflicts"]}
+        assert history[TABS_ID]["resolution"] == "auto-closed"
+        # nothing left to close: a second reindex changes nothing
+        bytes_before = {p: p.read_bytes() for p in memories.glob("*.md")}
+        assert (await tools.ok("memory_reindex"))["auto_closed"] == []
+        assert {p: p.read_bytes() for p in memories.glob("*.md")} == bytes_before
