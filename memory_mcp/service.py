@@ -32,7 +32,7 @@ from .documents import (
     indexed_document,
     source_status,
 )
-from .errors import InputError, NotFoundError, StaleWriteError
+from .errors import InputError, NotFoundError, StaleWriteError, StoreMissingError
 from .lifecycle import check_editable, check_transition
 from .models import (
     BrowseAnswer,
@@ -47,6 +47,7 @@ from .models import (
     MemoryItem,
     MemoryType,
     Mismatch,
+    ProgressFn,
     ReadAnswer,
     RecallAnswer,
     RecallResult,
@@ -59,6 +60,7 @@ from .models import (
     Trust,
     Unparseable,
     UpdateAnswer,
+    stage_reporter,
 )
 from .query import DOCUMENTS, MEMORIES, Candidate, Corpus, Filters, Plan, best_line, coverage, fold, plan_and_fetch
 from .ranking import DEFAULT as RANKING
@@ -330,6 +332,29 @@ class MemoryService:
 
     def session(self, store: str | None = None, scope: str | None = None) -> StoreSession:
         return self.scopes.session(scope, store)
+
+    def missing_stores(self, scope: str | None = None, store: str | None = None, *, home: bool = False) -> list[Store]:
+        """The stores a call would use that do not exist yet (nothing is opened or created).
+
+        `home`: a one-scope call (remember, status), else every scope (recall, read, reindex, export)."""
+        targets = [self.scopes.target(scope, store)] if home else self.scopes.targets(scope, store)
+        return [t for _, t in targets if not t.exists()]
+
+    def scope_for_reading(
+        self, scope: str | None = None, store: str | None = None, *, home: bool = False
+    ) -> str | None:
+        """The scope a read should name so that it creates no store: a read of a store that is not there
+        is almost always a mistyped path, so it fails (StoreMissingError) instead of making an empty one.
+        Of two scopes only one existing (a new project, say), the read uses that one."""
+        targets = [self.scopes.target(scope, store)] if home else self.scopes.targets(scope, store)
+        present = [name for name, t in targets if t.exists()]
+        if not present:
+            where = " or ".join(str(t.root) for _, t in targets)
+            raise StoreMissingError(
+                f"store: no memory store at {where} (no memories/ folder); check --store, --project-root or "
+                "MEMORY_MCP_ROOT, or create it with a first `memory-mcp remember`"
+            )
+        return present[0] if len(present) < len(targets) else scope
 
     def close(self) -> None:
         self.scopes.close()
@@ -1353,8 +1378,16 @@ class MemoryService:
 
     # ------------------------------------------------------------ reindex
 
-    def reindex(self, verify: bool = False, store: str | None = None, scope: str | None = None) -> ReindexAnswer:
-        """Rebuild every scope's index (or the one named); with verify, report mismatches first."""
+    def reindex(
+        self,
+        verify: bool = False,
+        store: str | None = None,
+        scope: str | None = None,
+        progress: ProgressFn | None = None,
+    ) -> ReindexAnswer:
+        """Rebuild every scope's index (or the one named); with verify, report mismatches first.
+
+        `progress` hears how far the rebuild ("index", per file) and the embedding ("embed") are."""
         started = time.perf_counter()
         files = memories = 0
         unparseable: list[Unparseable] = []
@@ -1363,7 +1396,7 @@ class MemoryService:
             for o in opened:
                 s = o.session
                 mismatches += [m.model_copy(update={"scope": o.scope}) for m in (self._verify(s) if verify else [])]
-                report, _ = s.rebuild()
+                report, _ = s.rebuild(stage_reporter(progress, "index", o.scope))
                 files += report.scanned
                 memories += s.conn.execute("SELECT count(*) FROM memories").fetchone()[0]
                 unparseable += [u.model_copy(update={"scope": o.scope}) for u in unparseable_files(s.conn)]
@@ -1378,11 +1411,13 @@ class MemoryService:
                 seconds=0.0,
             )
         # vectors survived the rebuild (keyed by content); embed what is new, outside the store lock
-        answer.embedded, answer.semantic_note = self.embed_pending(store=store, scope=scope)
+        answer.embedded, answer.semantic_note = self.embed_pending(store=store, scope=scope, progress=progress)
         answer.seconds = round(time.perf_counter() - started, 4)
         return answer
 
-    def embed_pending(self, store: str | None = None, scope: str | None = None) -> tuple[int, str]:
+    def embed_pending(
+        self, store: str | None = None, scope: str | None = None, progress: ProgressFn | None = None
+    ) -> tuple[int, str]:
         """Embed every memory that lacks a vector; (how many, why it stopped early or was skipped).
 
         Batches are embedded without holding the store lock (a large store takes minutes on a CPU), so
@@ -1396,6 +1431,10 @@ class MemoryService:
         with self.scopes.open(scope, store) as opened:
             for o in opened:
                 sem.prune(o.session.conn)
+            total = sum(sem.pending_count(o.session.conn, name) for o in opened)
+            where_all = "+".join(o.scope for o in opened)
+        report = stage_reporter(progress, "embed", where_all)
+        report(0, total)
         try:
             while True:
                 todo: tuple[str, list[tuple[str, str]]] | None = None
@@ -1413,6 +1452,7 @@ class MemoryService:
                 with self.scopes.open(where, store) as opened:
                     sem.store_vectors(opened[0].session.conn, name, pairs)
                 done += len(items)
+                report(min(done, total), max(total, done))
         except sem.SemanticUnavailable as exc:
             return done, f"embedding stopped after {done} memories: {exc}"
 
