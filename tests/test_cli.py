@@ -113,6 +113,7 @@ USAGE_ERRORS = [
 
 @pytest.mark.parametrize("args, says", USAGE_ERRORS[:3])
 def test_usage_and_input_errors_exit_2(store: Path, args: list[str], says: str) -> None:
+    (store / "memories").mkdir(parents=True)  # a read of a missing store is its own error (below)
     done = run(store, *args)
     assert done.returncode == 2, (done.returncode, done.stdout, done.stderr)
     assert says in done.stderr, done.stderr
@@ -125,6 +126,7 @@ def test_more_usage_and_input_errors_exit_2(
 ) -> None:
     monkeypatch.setenv("HOME", str(store.parent))  # no user settings file from the developer's home
     monkeypatch.delenv("XDG_CONFIG_HOME", raising=False)
+    (store / "memories").mkdir(parents=True)
     try:
         code = cli.main(["--store", str(store), *args])
     except SystemExit as exc:
