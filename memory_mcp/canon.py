@@ -16,7 +16,7 @@ import tempfile
 import unicodedata
 from collections.abc import Callable, Iterator
 from datetime import UTC, date, datetime
-from pathlib import Path
+from pathlib import Path, PurePosixPath
 from typing import Any
 
 from frontmatter.default_handlers import BaseHandler, YAMLHandler
@@ -218,6 +218,43 @@ def _as_list(value: Any, key: str) -> list[str]:
     raise CanonError(f"'{key}' must be a list")
 
 
+# An Obsidian wiki link as a link entry: `[[file-stem|ID]]` (what the server writes) or `[[ID]]`.
+_WIKILINK = re.compile(r"^\[\[([^\[\]|]+)(?:\|([^\[\]|]+))?\]\]$")
+LINK_KEYS = ("supersedes", "superseded_by", "related")
+
+
+def link_id(entry: str) -> str:
+    """The memory id an entry of supersedes/superseded_by/related names: a bare id, or the id in an
+    Obsidian link (`[[file-stem|ID]]`: the file name for Obsidian to resolve, the id for us)."""
+    match = _WIKILINK.match(entry.strip())
+    if match is None:
+        return entry
+    return (match.group(2) or match.group(1)).strip()
+
+
+def link_ids(value: Any, key: str) -> list[str]:
+    return [link_id(entry) for entry in _as_list(value, key)]
+
+
+def link_entry(mem_id: str, path: str, obsidian: bool) -> str:
+    """What a link to `mem_id` (whose file is `path`) looks like in a file: the bare id, or an Obsidian link.
+    Files are named by slug, not by id, so the link targets the file's stem and carries the id as its alias."""
+    return f"[[{PurePosixPath(path).stem}|{mem_id}]]" if obsidian else mem_id
+
+
+def add_link(meta: CommentedMap, key: str, mem_id: str, entry: str) -> bool:
+    """Append `entry` to the link list `key` unless it already names `mem_id`; an existing list keeps its
+    entries and style (minimal diff). False when it was already there."""
+    current = meta.get(key)
+    if mem_id in link_ids(current, key):
+        return False
+    if isinstance(current, CommentedSeq) and current:  # (an empty `[]` would turn into a block list)
+        current.append(entry)
+    else:
+        set_list(meta, key, [*_as_list(current, key), entry])
+    return True
+
+
 def _enum(cls: type, value: Any, key: str, default: Any) -> Any:
     if value is None or value == "":
         return default
@@ -307,9 +344,9 @@ def parse(data: bytes, fallback_title: str, fallback_time: str) -> Memory:
         created=created,
         updated=_as_text(meta.get("updated")) or created,
         review_after=_as_text(meta.get("review_after")) or None,
-        supersedes=_as_list(meta.get("supersedes"), "supersedes"),
-        superseded_by=_as_list(meta.get("superseded_by"), "superseded_by"),
-        related=_as_list(meta.get("related"), "related"),
+        supersedes=link_ids(meta.get("supersedes"), "supersedes"),
+        superseded_by=link_ids(meta.get("superseded_by"), "superseded_by"),
+        related=link_ids(meta.get("related"), "related"),
         conflicts=conflicts,
         title_line=title_line,
         body_line=body_line,

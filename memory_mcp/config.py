@@ -104,6 +104,13 @@ SETTINGS: tuple[Setting, ...] = (
         "bool",
         help="skip the per-call scan of memories/ while inotify reports no change (Linux, local filesystems)",
     ),
+    # canon files
+    Setting(
+        "files.obsidian_links",
+        False,
+        "bool",
+        help="write supersedes/superseded_by/related as Obsidian links [[file-stem|ID]] instead of bare ids",
+    ),
     # scopes
     Setting("scopes.global_root", "~/.memory-mcp/default", "path", help="the account (global) store directory"),
     Setting("scopes.local_dir", ".memory", "str", help="the project (local) store, relative to the project root"),

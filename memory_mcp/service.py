@@ -291,8 +291,11 @@ class MemoryService:
         semantic: sem.SemanticConfig | None = None,
         collapse_jaccard: float | None = 0.9,
         change_watch: bool = True,
+        obsidian_links: bool = False,
     ) -> None:
         self.root = root.expanduser().absolute()
+        # links between memories written as `[[file-stem|ID]]` (Obsidian resolves them) instead of bare ids
+        self.obsidian_links = obsidian_links
         self.ranking = ranking
         self.limits = limits or Limits()
         # hybrid search: None = keyword recall only; collapse_jaccard None = never collapse near-duplicates
@@ -328,6 +331,7 @@ class MemoryService:
                 settings.get("recall.collapse_jaccard") if settings.get("recall.collapse_duplicates") else None
             ),
             change_watch=settings.get("index.change_watch"),
+            obsidian_links=settings.get("files.obsidian_links"),
         )
 
     def session(self, store: str | None = None, scope: str | None = None) -> StoreSession:
@@ -438,7 +442,7 @@ class MemoryService:
                 "created": now,
                 "updated": now,
                 "review_after": review,
-                "supersedes": supersedes,
+                "supersedes": [self._entry(o.id, o.path) for o in olds],
                 "superseded_by": [],
             }
             if neighbours:
@@ -448,7 +452,7 @@ class MemoryService:
             rel = s.store.relative(path)
             changed = [rel]
             for old in olds:
-                self._link_supersede(s, old, new_id, now)
+                self._link_supersede(s, old, new_id, rel, now)
                 changed.append(old.path)
             s.write_files(changed)
             return RememberAnswer(
@@ -472,12 +476,13 @@ class MemoryService:
             n += 1
         return path
 
-    @staticmethod
-    def _link_supersede(s: StoreSession, old: ix.IndexedMemory, new_id: str, now: str) -> None:
+    def _entry(self, mem_id: str, path: str) -> str:
+        """A link to this memory as the files write it (`files.obsidian_links`)."""
+        return canon.link_entry(mem_id, path, self.obsidian_links)
+
+    def _link_supersede(self, s: StoreSession, old: ix.IndexedMemory, new_id: str, new_path: str, now: str) -> None:
         def mutate(meta: dict) -> None:
-            links = canon._as_list(meta.get("superseded_by"), "superseded_by")
-            if new_id not in links:
-                canon.set_list(meta, "superseded_by", [*links, new_id])
+            canon.add_link(meta, "superseded_by", new_id, self._entry(new_id, new_path))
             if meta.get("state", "active") == State.ACTIVE.value:
                 meta["state"] = State.ARCHIVED.value
             meta["updated"] = now
@@ -1118,12 +1123,11 @@ class MemoryService:
             raise InputError(f"by: '{old.id}' is already superseded by '{by}'")
 
         def add_link(meta: dict) -> None:
-            links = canon._as_list(meta.get("supersedes"), "supersedes")
-            canon.set_list(meta, "supersedes", [*links, old.id])
+            canon.add_link(meta, "supersedes", old.id, self._entry(old.id, old.path))
             meta["updated"] = now
 
         canon.rewrite(s.store.root / new.path, add_link)
-        self._link_supersede(s, old, new.id, now)
+        self._link_supersede(s, old, new.id, new.path, now)
         return [(new.id, new.path), (old.id, old.path)], f"{old.id} superseded by {new.id}; {old.id} archived"
 
     def _set_state(
@@ -1162,9 +1166,8 @@ class MemoryService:
             if b.id in a.related:
                 continue
 
-            def mutate(meta: dict, b_id: str = b.id) -> None:
-                links = canon._as_list(meta.get("related"), "related")
-                canon.set_list(meta, "related", [*links, b_id])
+            def mutate(meta: dict, b: ix.IndexedMemory = b) -> None:
+                canon.add_link(meta, "related", b.id, self._entry(b.id, b.path))
                 meta["updated"] = now
 
             canon.rewrite(s.store.root / a.path, mutate)
