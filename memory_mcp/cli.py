@@ -191,7 +191,7 @@ def main(argv: list[str] | None = None) -> int:
     try:
         return _main(argv)
     except BrokenPipeError:  # `memory-mcp status | head`: the reader left; not an error worth a traceback
-        sys.stdout = open(os.devnull, "w")  # noqa: SIM115 - keeps the interpreter's final flush quiet
+        sys.stdout = open(os.devnull, "w")  # keeps the interpreter's final flush of stdout quiet
         return EXIT_OK
 
 
