@@ -14,9 +14,9 @@ import os
 import re
 import tempfile
 import unicodedata
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
 from datetime import UTC, date, datetime
-from pathlib import Path
+from pathlib import Path, PurePosixPath
 from typing import Any
 
 from frontmatter.default_handlers import BaseHandler, YAMLHandler
@@ -24,6 +24,8 @@ from ruamel.yaml import YAML
 from ruamel.yaml.comments import CommentedMap, CommentedSeq
 from ruamel.yaml.error import YAMLError
 from ruamel.yaml.nodes import MappingNode, Node, SequenceNode
+from ruamel.yaml.representer import RoundTripRepresenter
+from ruamel.yaml.scalarstring import DoubleQuotedScalarString, SingleQuotedScalarString
 
 from . import fastyaml
 from .models import ConflictRecord, Memory, MemoryType, State, Trust
@@ -221,6 +223,43 @@ def _as_list(value: Any, key: str) -> list[str]:
     raise CanonError(f"'{key}' must be a list")
 
 
+# An Obsidian wiki link as a link entry: `[[file-stem|ID]]` (what the server writes) or `[[ID]]`.
+_WIKILINK = re.compile(r"^\[\[([^\[\]|]+)(?:\|([^\[\]|]+))?\]\]$")
+LINK_KEYS = ("supersedes", "superseded_by", "related")
+
+
+def link_id(entry: str) -> str:
+    """The memory id an entry of supersedes/superseded_by/related names: a bare id, or the id in an
+    Obsidian link (`[[file-stem|ID]]`: the file name for Obsidian to resolve, the id for us)."""
+    match = _WIKILINK.match(entry.strip())
+    if match is None:
+        return entry
+    return (match.group(2) or match.group(1)).strip()
+
+
+def link_ids(value: Any, key: str) -> list[str]:
+    return [link_id(entry) for entry in _as_list(value, key)]
+
+
+def link_entry(mem_id: str, path: str, obsidian: bool) -> str:
+    """What a link to `mem_id` (whose file is `path`) looks like in a file: the bare id, or an Obsidian link.
+    Files are named by slug, not by id, so the link targets the file's stem and carries the id as its alias."""
+    return f"[[{PurePosixPath(path).stem}|{mem_id}]]" if obsidian else mem_id
+
+
+def add_link(meta: CommentedMap, key: str, mem_id: str, entry: str) -> bool:
+    """Append `entry` to the link list `key` unless it already names `mem_id`; an existing list keeps its
+    entries and style (minimal diff). False when it was already there."""
+    current = meta.get(key)
+    if mem_id in link_ids(current, key):
+        return False
+    if isinstance(current, CommentedSeq) and current:  # (an empty `[]` would turn into a block list)
+        current.append(entry)
+    else:
+        set_list(meta, key, [*_as_list(current, key), entry])
+    return True
+
+
 def _enum(cls: type, value: Any, key: str, default: Any) -> Any:
     if value is None or value == "":
         return default
@@ -310,9 +349,9 @@ def parse(data: bytes, fallback_title: str, fallback_time: str) -> Memory:
         created=created,
         updated=_as_text(meta.get("updated")) or created,
         review_after=_as_text(meta.get("review_after")) or None,
-        supersedes=_as_list(meta.get("supersedes"), "supersedes"),
-        superseded_by=_as_list(meta.get("superseded_by"), "superseded_by"),
-        related=_as_list(meta.get("related"), "related"),
+        supersedes=link_ids(meta.get("supersedes"), "supersedes"),
+        superseded_by=link_ids(meta.get("superseded_by"), "superseded_by"),
+        related=link_ids(meta.get("related"), "related"),
         conflicts=conflicts,
         title_line=title_line,
         body_line=body_line,
@@ -386,7 +425,54 @@ def _flow(value: Any) -> Any:
 
 def _assemble(meta: CommentedMap, content: str) -> str:
     """`content` starts with the newline that ends the closing delimiter line."""
+    _style_times(meta)
     return f"---\n{HANDLER.export(meta)}\n---{content}"
+
+
+# ---------------------------------------------------------------- times in one style
+
+# Keys whose values are times or dates, at the top level and inside each `conflicts:` entry.
+TIME_KEYS = ("created", "updated", "review_after")
+CONFLICT_TIME_KEYS = ("detected", "resolved")
+_TIME_TEXT = re.compile(r"^\d{4}-\d{2}-\d{2}(T\d{2}:\d{2}:\d{2}(\.\d+)?Z)?$")
+
+
+class _PlainTime(str):
+    """A time the server writes, emitted unquoted (`updated: 2026-02-11T09:10:00Z`), as people type it."""
+
+
+RoundTripRepresenter.add_representer(
+    _PlainTime, lambda rep, value: rep.represent_scalar("tag:yaml.org,2002:timestamp", str(value))
+)
+
+
+def _time_slots(meta: CommentedMap) -> Iterator[tuple[dict, str]]:
+    for key in TIME_KEYS:
+        if key in meta:
+            yield meta, key
+    conflicts = meta.get("conflicts")
+    for entry in conflicts if isinstance(conflicts, list) else []:
+        if isinstance(entry, dict):
+            yield from ((entry, key) for key in CONFLICT_TIME_KEYS if key in entry)
+
+
+def _style_times(meta: CommentedMap) -> None:
+    """Give the times the server wrote (plain `str`) the style the file's own times already have: unquoted
+    (YAML timestamps) unless the person quoted theirs, so a rewrite never puts `'...'` next to unquoted times.
+    Values read from the file keep their exact text (ruamel round-trips them)."""
+    slots = list(_time_slots(meta))
+    style: type[str] = _PlainTime
+    for container, key in slots:
+        value = container[key]
+        if isinstance(value, date):
+            break
+        if isinstance(value, SingleQuotedScalarString | DoubleQuotedScalarString):
+            style = type(value)
+            break
+    for container, key in slots:
+        value = container[key]
+        if type(value) is str and _TIME_TEXT.match(value):
+            container[key] = style(value)
 
 
 def rewrite(
@@ -450,12 +536,37 @@ def atomic_write(path: Path, data: bytes) -> None:
         os.close(dir_fd)
 
 
-def slugify(title: str, max_len: int = 60) -> str:
-    text = unicodedata.normalize("NFKD", title)
-    text = "".join(c for c in text if not unicodedata.combining(c)).lower()
-    slug = re.sub(r"[^\w]+", "-", text, flags=re.UNICODE).strip("-_")
-    slug = re.sub(r"[^a-z0-9-]", "", slug)  # keep file names ASCII: portable across filesystems
-    return re.sub(r"-{2,}", "-", slug)[:max_len].strip("-") or "memory"
+# Names Windows refuses as a file's stem, whatever the extension (NUL.md is as unusable as NUL).
+WINDOWS_RESERVED = frozenset({"con", "prn", "aux", "nul", *(f"{d}{n}" for d in ("com", "lpt") for n in range(10))})
+SLUG_MAX_CHARS = 60
+# the id suffix and `.md` follow (13 bytes, `-N` on a clash): well under 255 bytes a name (ext4, APFS, NTFS)
+# and under eCryptfs's 143
+SLUG_MAX_BYTES = 120
+
+
+def slugify(title: str, max_chars: int = SLUG_MAX_CHARS, max_bytes: int = SLUG_MAX_BYTES) -> str:
+    """The file-name part of a title: letters, marks and digits of every script, lowercased, the rest `-`.
+
+    NFKC first (full-width forms and ligatures fold to plain letters), NFC last, so every system spells
+    the name with the same bytes. Only letters (L*), combining marks (M*, which Devanagari or Thai words
+    need) and numbers (N*) survive, so nothing a file system refuses gets through: no separators, no
+    `<>:"/\\|?*`, no control characters, no dot or space at the end. Cut at `max_chars` characters and
+    `max_bytes` UTF-8 bytes on a character boundary."""
+    text = unicodedata.normalize("NFKC", title).lower()
+    kept = "".join(c if unicodedata.category(c)[0] in "LMN" else "-" for c in text)
+    slug = unicodedata.normalize("NFC", re.sub(r"-{2,}", "-", kept).strip("-"))
+    kept, size = [], 0
+    for c in slug[:max_chars]:
+        size += len(c.encode("utf-8"))
+        if size > max_bytes:
+            break
+        kept.append(c)
+    slug = "".join(kept).strip("-")
+    while slug and unicodedata.category(slug[0])[0] == "M":  # a mark cannot start a name on its own
+        slug = slug[1:].lstrip("-")
+    if slug in WINDOWS_RESERVED:
+        slug += "-memory"
+    return slug or "memory"
 
 
 __all__ = [

@@ -30,6 +30,7 @@ ENV_ALIASES = {"MEMORY_MCP_ROOT": "scopes.global_root"}
 PROJECT_FILE = Path(".memory") / "config.toml"
 DEFAULT_ORIGIN = "default"
 SET_ORIGIN = "--set"
+STORE_ORIGIN = "--store"
 # Settings a project file (which arrives with a cloned repository) may not change: they belong to the account.
 # ... nor where memory text is sent to be embedded
 ACCOUNT_ONLY = frozenset({"scopes.global_root", "semantic.provider", "semantic.ollama_url"})
@@ -115,6 +116,13 @@ SETTINGS: tuple[Setting, ...] = (
         True,
         "bool",
         help="skip the per-call scan of memories/ while inotify reports no change (Linux, local filesystems)",
+    ),
+    # canon files
+    Setting(
+        "files.obsidian_links",
+        False,
+        "bool",
+        help="write supersedes/superseded_by/related as Obsidian links [[file-stem|ID]] instead of bare ids",
     ),
     # scopes
     Setting("scopes.global_root", "~/.memory-mcp/default", "path", help="the account (global) store directory"),
@@ -516,8 +524,12 @@ def load_settings(
     env: Mapping[str, str] | None = None,
     overrides: Sequence[str] = (),
     user_config: Path | None = None,
+    store: Path | None = None,
 ) -> Settings:
-    """Every setting's effective value and the layer it came from; ConfigError names key and layer."""
+    """Every setting's effective value and the layer it came from; ConfigError names key and layer.
+
+    `store` (the CLI's `--store DIR`) is the top layer for `scopes.global_root`: the most specific choice wins.
+    """
     env = os.environ if env is None else env
     if project_root is not None:
         project_root = Path(os.path.abspath(Path(project_root).expanduser()))
@@ -564,6 +576,9 @@ def load_settings(
         apply(key, _coerce_text(key, raw), SET_ORIGIN)
     if overrides:
         layers.append(SET_ORIGIN)
+    if store is not None:
+        apply("scopes.global_root", os.path.abspath(Path(store).expanduser()), STORE_ORIGIN)
+        layers.append(STORE_ORIGIN)
 
     _cross_check(values, origins)
     return Settings(

@@ -13,6 +13,10 @@ class NotFoundError(MemoryMcpError):
     """No memory with that id or path."""
 
 
+class StoreMissingError(NotFoundError):
+    """A read named a store that does not exist (reads never create one)."""
+
+
 class TransitionError(MemoryMcpError):
     """A lifecycle transition the state machine forbids."""
 

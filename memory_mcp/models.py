@@ -6,6 +6,7 @@ output and the CLI prints them as JSON, so one definition serves every surface.
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from enum import StrEnum
 from typing import Any
@@ -84,6 +85,35 @@ def first_paragraph(body: str, limit: int = 320) -> str:
 
 
 # ---------------------------------------------------------------- answers
+
+
+@dataclass(frozen=True)
+class Progress:
+    """How far a long operation is: `done` of `total` items in `stage` ("index" files, "embed" memories)."""
+
+    stage: str
+    done: int
+    total: int
+    scope: str = "global"
+
+    @property
+    def message(self) -> str:
+        what = "files indexed" if self.stage == "index" else "memories embedded"
+        return f"{self.scope}: {self.done}/{self.total} {what}"
+
+
+# the core calls it; edges translate (a terminal bar, MCP progress notifications)
+ProgressFn = Callable[[Progress], None]
+
+
+def stage_reporter(progress: ProgressFn | None, stage: str, scope: str) -> Callable[[int, int], None]:
+    """`report(done, total)` for one stage, passing on about 100 steps at most (plus the first and the last)."""
+
+    def report(done: int, total: int) -> None:
+        if progress is not None and (done in (0, total) or done % max(1, total // 100) == 0):
+            progress(Progress(stage, done, total, scope))
+
+    return report
 
 
 class ReconcileReport(BaseModel):

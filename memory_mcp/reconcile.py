@@ -11,6 +11,7 @@ import os
 import sqlite3
 import stat
 import time
+from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
 from typing import NamedTuple
@@ -120,13 +121,17 @@ def reconcile(
     dictionary: EntityDictionary,
     gate: StatGate | None = None,
     suspects: set[str] | frozenset[str] = frozenset(),
+    progress: Callable[[int, int], None] | None = None,
 ) -> ReconcileReport:
-    """One pass. `suspects` (paths a change watch saw written) are hashed even when their stat looks unchanged."""
+    """One pass. `suspects` (paths a change watch saw written) are hashed even when their stat looks unchanged.
+
+    `progress(done, total)` hears how many of the scanned files have been looked at (reindex shows it)."""
     started = time.perf_counter()
     gate = gate or StatGate(store)
     disk = gate.scan()
     known = ix.file_rows(conn)
     report = ReconcileReport(scanned=len(disk))
+    step = progress or (lambda done, total: None)
     conn.execute("BEGIN IMMEDIATE")
     try:
         for rel in sorted(known.keys() - disk.keys()):
@@ -135,7 +140,8 @@ def reconcile(
         # owners only matter for files recorded as duplicates; skip the full id scan when there are none
         has_dupes = any(r.error and r.error.startswith("duplicate id") for r in known.values())
         owners = {r[0] for r in conn.execute("SELECT id FROM memories")} if has_dupes else set()
-        for rel in sorted(disk):
+        for done, rel in enumerate(sorted(disk)):
+            step(done, len(disk))
             entry = disk[rel]
             row = known.get(rel)
             retry = row is not None and _duplicate_owner_gone(row, owners)
@@ -167,6 +173,7 @@ def reconcile(
                 outcome = index_file(store, conn, dictionary, row.path)
                 if outcome.memory_id:
                     owners.add(outcome.memory_id)
+        step(len(disk), len(disk))
         if report.reindexed >= max(BULK_REINDEX, len(disk) // 10):
             ix.optimize_search(conn)
         conn.execute("COMMIT")

@@ -69,15 +69,25 @@ class Scopes:
             raise InputError("scope: 'local' needs a server bound to a project (--project-root DIR)")
         return scope
 
-    def session(self, scope: str | None = None, store: str | None = None) -> StoreSession:
+    def target(self, scope: str | None = None, store: str | None = None) -> tuple[str, Store]:
+        """The scope and store one call on one scope uses (default: the home scope), without opening it."""
         scope = self.check(scope) or (GLOBAL if store else self.home)
         if scope == LOCAL:
             if store:
                 raise InputError("store: named stores belong to the global scope; drop `store` or use scope=global")
             assert self.project_root is not None
-            target = Store("local", self.project_root / self.local_dir, container=self.project_root)
-        else:
-            target = open_store(self.global_root, store)
+            return scope, Store("local", self.project_root / self.local_dir, container=self.project_root)
+        return scope, open_store(self.global_root, store)
+
+    def targets(self, scope: str | None, store: str | None) -> list[tuple[str, Store]]:
+        """What `sessions` would open, without opening (or creating) anything."""
+        scope = self.check(scope)
+        if scope is not None or store:
+            return [self.target(scope, store)]
+        return [self.target(name) for name in self.names]
+
+    def session(self, scope: str | None = None, store: str | None = None) -> StoreSession:
+        scope, target = self.target(scope, store)
         key = (scope, str(target.root))
         with self._lock:
             if key not in self._sessions:

@@ -6,7 +6,9 @@ import functools
 from collections.abc import Callable
 from typing import Annotated, Literal, ParamSpec, TypeVar
 
+import anyio.from_thread
 from mcp.server import MCPServer
+from mcp.server.mcpserver import Context
 from mcp.server.mcpserver.exceptions import ToolError
 from mcp.types import ToolAnnotations
 from pydantic import Field
@@ -14,6 +16,8 @@ from pydantic import Field
 from .errors import MemoryMcpError
 from .models import (
     ForgetAnswer,
+    Progress,
+    ProgressFn,
     ReadAnswer,
     RecallAnswer,
     ReindexAnswer,
@@ -186,14 +190,36 @@ def build_server(service: MemoryService) -> MCPServer:
     @server.tool(title="Reindex", annotations=ToolAnnotations(read_only_hint=False, idempotent_hint=True))
     @_tool_errors
     def memory_reindex(
+        ctx: Context,
         verify: Annotated[bool, Field(description="Re-hash every file and report index/canon mismatches.")] = False,
         store: StoreArg = None,
         scope: ScopeArg = None,
     ) -> ReindexAnswer:
-        """Rebuild the derived index from the Markdown files (nothing in the canon changes)."""
-        return service.reindex(verify, store=store, scope=scope)
+        """Rebuild the derived index from the Markdown files (nothing in the canon changes). Sends progress
+        notifications (files indexed, then memories embedded) when the request carries a progress token."""
+        return service.reindex(verify, store=store, scope=scope, progress=_progress_notifier(ctx))
 
     return server
+
+
+def _progress_notifier(ctx: Context) -> ProgressFn:
+    """The core's progress callback as MCP progress notifications (the SDK sends them only when the request
+    carried a progress token). MCP wants `progress` to increase with every notification, so stages (each
+    scope's files, then embeddings) are laid end to end. Tools run in a worker thread: each report is handed
+    to the event loop; the core already limits them to about a hundred per stage."""
+    stage: tuple[str, str] | None = None
+    offset, last = 0, -1
+
+    def notify(p: Progress) -> None:
+        nonlocal stage, offset, last
+        if (p.stage, p.scope) != stage:
+            stage, offset = (p.stage, p.scope), max(last, 0)
+        value = offset + p.done
+        if value > last:
+            last = value
+            anyio.from_thread.run(ctx.report_progress, value, offset + p.total, p.message)
+
+    return notify
 
 
 def serve(service: MemoryService) -> None:

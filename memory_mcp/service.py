@@ -41,7 +41,7 @@ from .documents import (
     indexed_document,
     source_status,
 )
-from .errors import InputError, NotFoundError, StaleWriteError
+from .errors import InputError, NotFoundError, StaleWriteError, StoreMissingError
 from .lifecycle import check_editable, check_purge, check_transition
 from .models import (
     AutoClosedConflict,
@@ -57,6 +57,7 @@ from .models import (
     MemoryItem,
     MemoryType,
     Mismatch,
+    ProgressFn,
     ReadAnswer,
     RecallAnswer,
     RecallResult,
@@ -69,6 +70,7 @@ from .models import (
     Trust,
     Unparseable,
     UpdateAnswer,
+    stage_reporter,
 )
 from .query import DOCUMENTS, MEMORIES, Candidate, Corpus, Filters, Plan, best_line, coverage, fold, plan_and_fetch
 from .ranking import DEFAULT as RANKING
@@ -309,10 +311,13 @@ class MemoryService:
         collapse_jaccard: float | None = 0.9,
         change_watch: bool = True,
         clock: Callable[[], datetime] = utc_now,
+        obsidian_links: bool = False,
     ) -> None:
         self.root = root.expanduser().absolute()
         # what "now" is for recall times, freshness, reviews due and compaction ages (injectable to age a recall)
         self.clock = clock
+        # links between memories written as `[[file-stem|ID]]` (Obsidian resolves them) instead of bare ids
+        self.obsidian_links = obsidian_links
         self.ranking = ranking
         self.limits = limits or Limits()
         # hybrid search: None = keyword recall only; collapse_jaccard None = never collapse near-duplicates
@@ -348,10 +353,34 @@ class MemoryService:
                 settings.get("recall.collapse_jaccard") if settings.get("recall.collapse_duplicates") else None
             ),
             change_watch=settings.get("index.change_watch"),
+            obsidian_links=settings.get("files.obsidian_links"),
         )
 
     def session(self, store: str | None = None, scope: str | None = None) -> StoreSession:
         return self.scopes.session(scope, store)
+
+    def missing_stores(self, scope: str | None = None, store: str | None = None, *, home: bool = False) -> list[Store]:
+        """The stores a call would use that do not exist yet (nothing is opened or created).
+
+        `home`: a one-scope call (remember, status), else every scope (recall, read, reindex, export)."""
+        targets = [self.scopes.target(scope, store)] if home else self.scopes.targets(scope, store)
+        return [t for _, t in targets if not t.exists()]
+
+    def scope_for_reading(
+        self, scope: str | None = None, store: str | None = None, *, home: bool = False
+    ) -> str | None:
+        """The scope a read should name so that it creates no store: a read of a store that is not there
+        is almost always a mistyped path, so it fails (StoreMissingError) instead of making an empty one.
+        Of two scopes only one existing (a new project, say), the read uses that one."""
+        targets = [self.scopes.target(scope, store)] if home else self.scopes.targets(scope, store)
+        present = [name for name, t in targets if t.exists()]
+        if not present:
+            where = " or ".join(str(t.root) for _, t in targets)
+            raise StoreMissingError(
+                f"store: no memory store at {where} (no memories/ folder); check --store, --project-root or "
+                "MEMORY_MCP_ROOT, or create it with a first `memory-mcp remember`"
+            )
+        return present[0] if len(present) < len(targets) else scope
 
     def close(self) -> None:
         self.scopes.close()
@@ -435,7 +464,7 @@ class MemoryService:
                 "created": now,
                 "updated": now,
                 "review_after": review,
-                "supersedes": supersedes,
+                "supersedes": [self._entry(o.id, o.path) for o in olds],
                 "superseded_by": [],
             }
             if neighbours:
@@ -445,7 +474,7 @@ class MemoryService:
             rel = s.store.relative(path)
             changed = [rel]
             for old in olds:
-                self._link_supersede(s, old, new_id, now)
+                self._link_supersede(s, old, new_id, rel, now)
                 changed.append(old.path)
             s.write_files(changed)
             return RememberAnswer(
@@ -468,12 +497,13 @@ class MemoryService:
             name, n = f"{base}-{n}.md", n + 1
         return store.memory_file(f"memories/{name}")
 
-    @staticmethod
-    def _link_supersede(s: StoreSession, old: ix.IndexedMemory, new_id: str, now: str) -> None:
+    def _entry(self, mem_id: str, path: str) -> str:
+        """A link to this memory as the files write it (`files.obsidian_links`)."""
+        return canon.link_entry(mem_id, path, self.obsidian_links)
+
+    def _link_supersede(self, s: StoreSession, old: ix.IndexedMemory, new_id: str, new_path: str, now: str) -> None:
         def mutate(meta: dict) -> None:
-            links = canon._as_list(meta.get("superseded_by"), "superseded_by")
-            if new_id not in links:
-                canon.set_list(meta, "superseded_by", [*links, new_id])
+            canon.add_link(meta, "superseded_by", new_id, self._entry(new_id, new_path))
             if meta.get("state", "active") == State.ACTIVE.value:
                 meta["state"] = State.ARCHIVED.value
             meta["updated"] = now
@@ -1115,12 +1145,11 @@ class MemoryService:
             raise InputError(f"by: '{old.id}' is already superseded by '{by}'")
 
         def add_link(meta: dict) -> None:
-            links = canon._as_list(meta.get("supersedes"), "supersedes")
-            canon.set_list(meta, "supersedes", [*links, old.id])
+            canon.add_link(meta, "supersedes", old.id, self._entry(old.id, old.path))
             meta["updated"] = now
 
         canon.rewrite(s.store.memory_file(new.path), add_link)
-        self._link_supersede(s, old, new.id, now)
+        self._link_supersede(s, old, new.id, new.path, now)
         return [(new.id, new.path), (old.id, old.path)], f"{old.id} superseded by {new.id}; {old.id} archived"
 
     def _set_state(
@@ -1162,9 +1191,8 @@ class MemoryService:
             if b.id in a.related:
                 continue
 
-            def mutate(meta: dict, b_id: str = b.id) -> None:
-                links = canon._as_list(meta.get("related"), "related")
-                canon.set_list(meta, "related", [*links, b_id])
+            def mutate(meta: dict, b: ix.IndexedMemory = b) -> None:
+                canon.add_link(meta, "related", b.id, self._entry(b.id, b.path))
                 meta["updated"] = now
 
             canon.rewrite(s.store.memory_file(a.path), mutate)
@@ -1382,8 +1410,16 @@ class MemoryService:
 
     # ------------------------------------------------------------ reindex
 
-    def reindex(self, verify: bool = False, store: str | None = None, scope: str | None = None) -> ReindexAnswer:
-        """Rebuild every scope's index (or the one named); with verify, report mismatches first."""
+    def reindex(
+        self,
+        verify: bool = False,
+        store: str | None = None,
+        scope: str | None = None,
+        progress: ProgressFn | None = None,
+    ) -> ReindexAnswer:
+        """Rebuild every scope's index (or the one named); with verify, report mismatches first.
+
+        `progress` hears how far the rebuild ("index", per file) and the embedding ("embed") are."""
         started = time.perf_counter()
         files = memories = 0
         unparseable: list[Unparseable] = []
@@ -1393,7 +1429,7 @@ class MemoryService:
             for o in opened:
                 s = o.session
                 mismatches += [m.model_copy(update={"scope": o.scope}) for m in (self._verify(s) if verify else [])]
-                report, _ = s.rebuild()
+                report, _ = s.rebuild(stage_reporter(progress, "index", o.scope))
                 auto_closed += [c.model_copy(update={"scope": o.scope}) for c in self._close_stale_conflicts(s)]
                 files += report.scanned
                 memories += s.conn.execute("SELECT count(*) FROM memories").fetchone()[0]
@@ -1410,7 +1446,7 @@ class MemoryService:
                 seconds=0.0,
             )
         # vectors survived the rebuild (keyed by content); embed what is new, outside the store lock
-        answer.embedded, answer.semantic_note = self.embed_pending(store=store, scope=scope)
+        answer.embedded, answer.semantic_note = self.embed_pending(store=store, scope=scope, progress=progress)
         answer.seconds = round(time.perf_counter() - started, 4)
         return answer
 
@@ -1453,7 +1489,9 @@ class MemoryService:
             s.write_files(written)
         return closed
 
-    def embed_pending(self, store: str | None = None, scope: str | None = None) -> tuple[int, str]:
+    def embed_pending(
+        self, store: str | None = None, scope: str | None = None, progress: ProgressFn | None = None
+    ) -> tuple[int, str]:
         """Embed every memory that lacks a vector; (how many, why it stopped early or was skipped).
 
         Batches are embedded without holding the store lock (a large store takes minutes on a CPU), so
@@ -1467,6 +1505,10 @@ class MemoryService:
         with self.scopes.open(scope, store) as opened:
             for o in opened:
                 sem.prune(o.session.conn)
+            total = sum(sem.pending_count(o.session.conn, name) for o in opened)
+            where_all = "+".join(o.scope for o in opened)
+        report = stage_reporter(progress, "embed", where_all)
+        report(0, total)
         try:
             while True:
                 todo: tuple[str, list[tuple[str, str]]] | None = None
@@ -1484,6 +1526,7 @@ class MemoryService:
                 with self.scopes.open(where, store) as opened:
                     sem.store_vectors(opened[0].session.conn, name, pairs)
                 done += len(items)
+                report(min(done, total), max(total, done))
         except sem.SemanticUnavailable as exc:
             return done, f"embedding stopped after {done} memories: {exc}"
 

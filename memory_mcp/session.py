@@ -11,7 +11,7 @@ import os
 import sqlite3
 import stat
 import threading
-from collections.abc import Iterator, Sequence
+from collections.abc import Callable, Iterator, Sequence
 from contextlib import contextmanager
 from pathlib import Path
 
@@ -338,8 +338,12 @@ class StoreSession:
             self.conn.execute("ROLLBACK")
             raise
 
-    def rebuild(self) -> tuple[ReconcileReport, dict[str, tuple[int, str]]]:
-        """Drop the index file and rebuild it from canon; recall counts are carried over when readable."""
+    def rebuild(
+        self, progress: Callable[[int, int], None] | None = None
+    ) -> tuple[ReconcileReport, dict[str, tuple[int, str]]]:
+        """Drop the index file and rebuild it from canon; recall counts are carried over when readable.
+
+        `progress(done, total)` hears how many files have been indexed so far."""
         heat: dict[str, tuple[int, str]] = {}
         try:
             heat = {r[0]: (r[1], r[2]) for r in self.conn.execute("SELECT memory_id, recalls, last_recalled FROM heat")}
@@ -359,7 +363,7 @@ class StoreSession:
         self._quiet_baseline = None
         self._dictionary_stamp = None
         self._load_dictionary()
-        report = reconcile(self.store, self.conn, self.dictionary)
+        report = reconcile(self.store, self.conn, self.dictionary, progress=progress)
         report.rebuilt, report.rebuild_reason = True, "memory_reindex"
         self._reconcile_documents()
         live = {r[0] for r in self.conn.execute("SELECT id FROM memories")}

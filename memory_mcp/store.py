@@ -57,6 +57,10 @@ class Store:
     def dictionary_path(self) -> Path:
         return self.root / "dictionary.md"
 
+    def exists(self) -> bool:
+        """A store is a directory holding `memories/`; anything else is not one (yet)."""
+        return self.memories_dir.is_dir()
+
     def ensure(self) -> None:
         """Create the layout on first use; the store writes its own .gitignore for the index.
 
