@@ -1,4 +1,4 @@
-"""CLI edge: `memory-mcp [serve|recall|remember|read|status|reindex|config]`.
+"""CLI edge: `memory-mcp [serve|recall|remember|read|status|context|reindex|config]`.
 
 Exit codes: 0 ok, 1 `reindex --verify` found mismatches, 2 usage or input error.
 """
@@ -73,6 +73,11 @@ def build_parser() -> argparse.ArgumentParser:
     s = sub.add_parser("status", help="counts, conflicts, reviews due, index health")
     s.add_argument("--scope", choices=["local", "global"], help="default: both (recall, read) or home")
     s.add_argument("--json", action="store_true")
+
+    k = sub.add_parser("context", help="print the session-start context (what memory://context serves)")
+    k.add_argument("--budget", type=int, metavar="BYTES", help="largest size in bytes (default: context.budget_bytes)")
+    k.add_argument("--scope", choices=["local", "global"], help="default: both")
+    k.add_argument("--json", action="store_true")
 
     x = sub.add_parser("reindex", help="rebuild the index from the Markdown files")
     x.add_argument("--verify", action="store_true", help="re-hash everything; exit 1 on any mismatch")
@@ -198,6 +203,8 @@ def _run(service: MemoryService, args: argparse.Namespace) -> int:
         print(f"wrote {target}: {answer.memories} active memories ({', '.join(answer.scopes)})")
     elif args.command == "status":
         _emit(service.status(scope=args.scope), args.json, _status_text)
+    elif args.command == "context":
+        _emit(service.context(scope=args.scope, budget=args.budget), args.json, lambda a: a.text.rstrip("\n"))
     elif args.command == "reindex":
         answer = service.reindex(verify=args.verify, scope=args.scope)
         _emit(answer, args.json, _reindex_text)

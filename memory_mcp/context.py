@@ -20,6 +20,7 @@ from .render import clip
 DEFAULT_BUDGET = 4096
 HANDOFF_CHARS = 1200
 EXCERPT_CHARS = 160
+TITLE_CHARS = 80  # conflicts and reviews name their memories by title only
 MAX_LISTED = 5  # conflicts and reviews shown (the total is always said)
 FRESH_DAYS = 30.0  # a memory updated this many days ago counts half as fresh
 HOT_RECALLS = 10  # recalls at which heat counts as much as being brand new
@@ -127,12 +128,17 @@ def build_context(parts: list[ScopeContext], budget: int = DEFAULT_BUDGET) -> Co
     total_conflicts = sum(p.conflicts_total for p in parts)
     if total_conflicts:
         tail += ["", f"## Unresolved conflicts ({total_conflicts})"]
-        tail += [f"- {c.a_title} <> {c.b_title} (pair_hash `{c.pair_hash}`)" for c in conflicts[:MAX_LISTED]]
+        tail += [
+            f"- {clip(c.a_title, TITLE_CHARS)} <> {clip(c.b_title, TITLE_CHARS)} (pair_hash `{c.pair_hash}`)"
+            for c in conflicts[:MAX_LISTED]
+        ]
         tail.append("Ask the user, or decide with memory_update op=resolve_conflict.")
     reviews = [r for p in parts for r in p.reviews]
     if reviews:
         tail += ["", f"## Reviews due ({len(reviews)})"]
-        tail += [f"- {r.title} (review after {r.review_after}) `{r.path}`" for r in reviews[:MAX_LISTED]]
+        tail += [
+            f"- {clip(r.title, TITLE_CHARS)} (review after {r.review_after}) `{r.path}`" for r in reviews[:MAX_LISTED]
+        ]
 
     ranked = sorted((i for p in parts for i in p.memories), key=lambda i: (i.tier, -i.weight, i.memory.id))
     # room for the memories: the budget minus the head, the tail and the closing line
