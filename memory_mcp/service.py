@@ -234,7 +234,7 @@ class _Ranked(Sequence[RecallResult]):
 
 
 def _memory_result(
-    scope: str, m: ix.IndexedMemory, total: float, parts: ScoreParts, locate: Callable[[], int] | None
+    scope: str, m: ix.IndexedMemory, total: float, parts: ScoreParts | None, locate: Callable[[], int] | None
 ) -> RecallResult:
     return RecallResult(
         id=m.id,
@@ -245,7 +245,7 @@ def _memory_result(
         title=m.title,
         excerpt=m.excerpt,
         score=total,
-        components=components(parts),
+        components=components(parts) if parts is not None else None,
         type=m.type,
         state=m.state,
         trust=m.trust,
@@ -584,23 +584,8 @@ class MemoryService:
         with self.scopes.open(scope, store) as opened:
             for o in opened:
                 mem = current_handoff(o.session.conn)
-                if mem is not None:
-                    results.append(
-                        RecallResult(
-                            id=mem.id,
-                            scope=o.scope,
-                            path=mem.path,
-                            line=mem.title_line,
-                            title=mem.title,
-                            excerpt=mem.excerpt,
-                            score=1.0,
-                            type=mem.type,
-                            state=mem.state,
-                            trust=mem.trust,
-                            entities=mem.entities,
-                            updated=mem.updated,
-                        )
-                    )
+                if mem is not None:  # not ranked: no score components
+                    results.append(_memory_result(o.scope, mem, 1.0, None, None))
             results.sort(key=lambda r: r.updated, reverse=True)
             return RecallAnswer(
                 query="",

@@ -70,8 +70,8 @@ async def test_context_resource_prompt_and_cli_say_the_same_in_order(store: Path
     order = [
         "Left off: billing migration step 3",  # the handoff, with its body
         "next: payments table",
-        "Wants tests before merging",  # user-stated preference and decision before the rest
-        "Postgres over MySQL for billing",
+        "## What the user stated",  # user-stated preferences and decisions before the rest
+        "## Also worth knowing",
         "Prefers short answers, probably",
         "## Unresolved conflicts (1)",
         "pair_hash `",
@@ -82,6 +82,10 @@ async def test_context_resource_prompt_and_cli_say_the_same_in_order(store: Path
     for part in order:  # each one after the one before
         at = text.find(part, at)
         assert at >= 0, (part, text)
+    # both user-stated ones in the first section (their order between them is by freshness, which ties)
+    stated = text[text.index("## What the user stated") : text.index("## Also worth knowing")]
+    assert "Wants tests before merging" in stated and "Postgres over MySQL for billing" in stated
+    assert "Prefers short answers" not in stated and "Staging runs on Fly.io" not in stated
     [conflict_line] = [line for line in text.splitlines() if "pair_hash `" in line]
     assert "Lint with ruff" in conflict_line and "Lint with flake8" in conflict_line
     assert len(text.encode("utf-8")) <= 4096
@@ -113,7 +117,9 @@ async def test_context_keeps_to_its_budget_and_still_lists_conflicts_and_reviews
     assert "Left off: billing migration step 3" in text
     assert "## Unresolved conflicts (" in text and "## Reviews due (1)" in text  # fillers may conflict too
     assert "more active memories: memory_recall finds them" in text
-    assert text.index("Wants tests before merging") < text.index("## Unresolved conflicts")
+    # what the user stated gets the room first (which of the two fits depends on freshness)
+    assert text.index("## What the user stated") < text.index("## Unresolved conflicts")
+    assert "Wants tests before merging" in text or "Postgres over MySQL for billing" in text
 
 
 async def test_a_store_without_handoff_says_so(store: Path) -> None:
