@@ -298,6 +298,7 @@ def _status_text(a: StatusAnswer) -> str:
         f"  by state: {a.by_state}",
         f"  by type:  {a.by_type}",
         f"  by trust: {a.by_trust}",
+        f"  handoff: {a.handoff.title} ({a.handoff.path})" if a.handoff else "  handoff: none",
         f"  unresolved conflicts: {a.unresolved_conflicts_total}",
         f"  review due: {len(a.review_due)}",
         f"  compaction candidates: {len(a.compaction_candidates)}",

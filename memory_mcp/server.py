@@ -285,10 +285,7 @@ def build_server(service: MemoryService) -> MCPServer:
         mime_type="text/markdown",
     )
     def context() -> str:
-        try:
-            return service.context().text
-        except MemoryMcpError as exc:
-            return f"# Memory context\n\nunavailable: {exc}\n"
+        return _context_text(service)
 
     @server.prompt(
         name="memory_start",
@@ -296,9 +293,17 @@ def build_server(service: MemoryService) -> MCPServer:
         description="The memory context for this session and how to use the memory tools.",
     )
     def memory_start() -> str:
-        return usage_guide() + "\n\n" + service.context().text
+        return usage_guide() + "\n\n" + _context_text(service)
 
     return server
+
+
+def _context_text(service: MemoryService) -> str:
+    """The context, or why it is unavailable (a busy or unreadable store must not fail the session start)."""
+    try:
+        return service.context().text
+    except MemoryMcpError as exc:
+        return f"# Memory context\n\nunavailable: {exc}\n"
 
 
 def serve(service: MemoryService) -> None:

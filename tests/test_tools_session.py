@@ -16,6 +16,11 @@ pytestmark = pytest.mark.anyio
 CONFLICT = "conflicts:\n  - with: hand-b\n    status: open\n    detected: 2026-10-20T09:00:00Z\n"
 
 
+def _cli(store: Path, *args: str) -> subprocess.CompletedProcess:
+    cmd = [*_command(), "--store", str(store), *args]
+    return subprocess.run(cmd, capture_output=True, text=True, env=server_env(store), cwd=store.parent, timeout=60)
+
+
 async def _read_context(t: Tools) -> str:
     read = await t.client.read_resource("memory://context")
     [content] = read.contents
@@ -95,16 +100,11 @@ async def test_context_resource_prompt_and_cli_say_the_same_in_order(store: Path
     # status names the current handoff
     assert status["handoff"]["id"] == ids["handoff"] and status["handoff"]["title"].startswith("Left off")
 
-    cli = subprocess.run(
-        [*_command(), "--store", str(store), "context"],
-        capture_output=True,
-        text=True,
-        env=server_env(store),
-        cwd=store.parent,
-        timeout=60,
-    )
+    cli = _cli(store, "context")
     assert cli.returncode == 0, cli.stderr
     assert cli.stdout == text
+    status_cli = _cli(store, "status")
+    assert "  handoff: Left off: billing migration step 3 (memories/" in status_cli.stdout
 
 
 async def test_context_keeps_to_its_budget_and_still_lists_conflicts_and_reviews(store: Path) -> None:
