@@ -1,4 +1,4 @@
-"""CLI edge: `memory-mcp [serve|ui|recall|remember|read|status|reindex|export|config]`.
+"""CLI edge: `memory-mcp [serve|ui|recall|remember|read|status|context|reindex|export|config]`.
 
 Exit codes: 0 ok, 1 `reindex --verify` found mismatches, 2 usage or input error.
 """
@@ -158,6 +158,13 @@ def build_parser() -> argparse.ArgumentParser:
     _scope_option(st, home)
     _json_option(st)
 
+    k = command("context", "print the session-start context (what memory://context serves)")
+    k.add_argument(
+        "--budget", type=int, metavar="BYTES", help="largest size in bytes (default: the context.budget_bytes setting)"
+    )
+    _scope_option(k, both)
+    _json_option(k)
+
     x = command("reindex", "rebuild the index from the Markdown files (progress on a terminal)")
     x.add_argument("--verify", action="store_true", help="re-hash everything first; exit 1 on any mismatch")
     _scope_option(x, "every scope")
@@ -307,6 +314,8 @@ def _run(service: MemoryService, args: argparse.Namespace) -> int:
             )
     elif args.command == "status":
         _emit(service.status(scope=scope), args.json, _status_text)
+    elif args.command == "context":
+        _emit(service.context(scope=scope, budget=args.budget), args.json, lambda a: a.text.rstrip("\n"))
     elif args.command == "reindex":
         with TerminalProgress() as progress:
             answer = service.reindex(verify=args.verify, scope=scope, progress=progress)
@@ -449,6 +458,7 @@ def _status_text(a: StatusAnswer) -> str:
         f"  state:  {_tally(a.by_state)}",
         f"  type:   {_tally(a.by_type)}",
         f"  trust:  {_tally(a.by_trust)}",
+        f"  handoff: {a.handoff.title} ({a.handoff.path})" if a.handoff else "  handoff: none",
         f"  unresolved conflicts: {a.unresolved_conflicts_total or 'none'}",
         f"  reviews due: {len(a.review_due) or 'none'}",
         f"  compaction candidates: {len(a.compaction_candidates) or 'none'}",

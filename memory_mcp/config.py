@@ -91,6 +91,8 @@ SETTINGS: tuple[Setting, ...] = (
     # recall
     _i("recall.default_limit", 5, 1, 1000, "results returned when the caller gives no limit"),
     _i("recall.max_limit", 20, 1, 1000, "largest limit a caller may ask for"),
+    # session start (context.py): memory://context, the memory_start prompt, `memory-mcp context`
+    _i("context.budget_bytes", 4096, 512, 1_000_000, "largest session-start context, in UTF-8 bytes"),
     # status: compaction candidates
     _i(
         "compaction.min_age_days",

@@ -212,6 +212,30 @@ class ScoreComponents(BaseModel):
     coverage: float
 
 
+class HandoffInfo(BaseModel):
+    """The current handoff of one scope: where the last session left off."""
+
+    id: str
+    scope: str = "global"
+    path: str
+    title: str
+    excerpt: str
+    updated: str
+
+
+class ContextAnswer(BaseModel):
+    """The session-start context (memory://context, `memory-mcp context`): Markdown within a byte budget."""
+
+    text: str
+    bytes: int
+    budget_bytes: int
+    handoff: HandoffInfo | None = None
+    memories_shown: int = 0
+    memories_left_out: int = Field(default=0, description="Active memories that did not fit the budget.")
+    unresolved_conflicts: int = 0
+    review_due: int = 0
+
+
 class RecallResult(BaseModel):
     id: str = Field(description="Memory id, or `doc:<path>#<start line>` for a document chunk.")
     kind: str = Field(default="memory", description="memory | document")
@@ -222,7 +246,7 @@ class RecallResult(BaseModel):
     title: str
     excerpt: str
     score: float
-    components: ScoreComponents
+    components: ScoreComponents | None = Field(default=None, description="None for a handoff listed without a query.")
     type: str
     state: str
     trust: str
@@ -444,6 +468,7 @@ class StatusAnswer(BaseModel):
     by_state: dict[str, int]
     by_type: dict[str, int]
     by_trust: dict[str, int]
+    handoff: HandoffInfo | None = Field(default=None, description="The current handoff (where work left off).")
     unresolved_conflicts: list[ConflictSummary] = Field(description="The oldest open conflicts, at most 200.")
     unresolved_conflicts_total: int = 0
     review_due: list[ReviewDue]

@@ -31,6 +31,15 @@ from .conflicts import (
     find_neighbours,
     stale_open_pairs,
 )
+from .context import (
+    DEFAULT_BUDGET,
+    ScopeContext,
+    build_context,
+    current_handoff,
+    handoff_info,
+    important_memories,
+    reviews_due,
+)
 from .documents import (
     DOCUMENT_TRUST,
     ChunkRow,
@@ -50,6 +59,7 @@ from .models import (
     CollapsedResult,
     CompactionCandidate,
     ConflictHistoryEntry,
+    ContextAnswer,
     EditableMemory,
     ExportAnswer,
     ForgetAnswer,
@@ -63,7 +73,6 @@ from .models import (
     RecallResult,
     ReindexAnswer,
     RememberAnswer,
-    ReviewDue,
     State,
     StatusAnswer,
     StoreInfo,
@@ -95,7 +104,15 @@ NOT_RESTORED_BY_REBUILD = [
     "recall counts (heat) and last recall times when .index/ is deleted or unreadable "
     "(derived, index-only: compaction then counts every old episode as never recalled)"
 ]
-UPDATE_OPS = ("edit", "supersede", "set_state", "link", "resolve_conflict")
+# each op of memory_update and the fields it takes: any other field given is refused, naming the op
+UPDATE_OP_FIELDS = {
+    "edit": ("title", "body", "type", "trust", "entities", "source", "review_after", "expected_sha256"),
+    "supersede": ("by",),
+    "set_state": ("state", "reason"),
+    "link": ("other_id",),
+    "resolve_conflict": ("pair_hash", "resolution", "winner", "note"),
+}
+UPDATE_OPS = tuple(UPDATE_OP_FIELDS)
 FORGET_MODES = ("archive", "deprecate", "purge")
 RESOLUTIONS = ("keep_both", "supersede")
 
@@ -122,6 +139,7 @@ class Limits:
     near_text_similarity: float = NEAR_TEXT_SIMILARITY
     max_conflicts: int = MAX_CONFLICTS
     max_related: int = MAX_RELATED
+    context_budget: int = DEFAULT_BUDGET
 
     @classmethod
     def from_settings(cls, settings: Settings) -> Limits:
@@ -138,6 +156,7 @@ class Limits:
             near_text_similarity=g("conflicts.near_text_similarity"),
             max_conflicts=g("conflicts.max_conflicts"),
             max_related=g("conflicts.max_related"),
+            context_budget=g("context.budget_bytes"),
         )
 
     def title(self, title: str) -> str:
@@ -236,7 +255,7 @@ class _Ranked(Sequence[RecallResult]):
 
 
 def _memory_result(
-    scope: str, m: ix.IndexedMemory, total: float, parts: ScoreParts, locate: Callable[[], int] | None
+    scope: str, m: ix.IndexedMemory, total: float, parts: ScoreParts | None, locate: Callable[[], int] | None
 ) -> RecallResult:
     return RecallResult(
         id=m.id,
@@ -247,7 +266,7 @@ def _memory_result(
         title=m.title,
         excerpt=m.excerpt,
         score=total,
-        components=components(parts),
+        components=components(parts) if parts is not None else None,
         type=m.type,
         state=m.state,
         trust=m.trust,
@@ -392,7 +411,7 @@ class MemoryService:
         title: str,
         body: str,
         type: str = "fact",
-        trust: str = "user-stated",
+        trust: str = "agent-inferred",
         entities: list[str] | None = None,
         source: str | None = None,
         review_after: str | None = None,
@@ -514,7 +533,7 @@ class MemoryService:
 
     def recall(
         self,
-        query: str,
+        query: str | None,
         limit: int | None = None,
         type: str | None = None,
         state: str | None = None,
@@ -533,6 +552,10 @@ class MemoryService:
         the answer falls back to bm25 and says why in `semantic_note`.
         """
         mode = mode or "auto"
+        if query is None:
+            if type != MemoryType.HANDOFF.value:
+                raise InputError("query: required, unless type=handoff (which returns the current handoff)")
+            return self._current_handoffs(store, scope)
         if mode not in sem.MODES:
             raise InputError(f"mode: '{mode}' is not one of {', '.join(sem.MODES)}")
         limit = self.limits.recall_default if limit is None else limit
@@ -605,6 +628,44 @@ class MemoryService:
                 semantic_pending=pending,
                 collapsed=collapsed,
             )
+
+    def _current_handoffs(self, store: str | None, scope: str | None) -> RecallAnswer:
+        """recall(type=handoff) without a query: each scope's current handoff, newest first."""
+        results = []
+        with self.scopes.open(scope, store) as opened:
+            for o in opened:
+                mem = current_handoff(o.session.conn)
+                if mem is not None:  # not ranked: no score components
+                    results.append(_memory_result(o.scope, mem, 1.0, None, None))
+            results.sort(key=lambda r: r.updated, reverse=True)
+            return RecallAnswer(
+                query="",
+                plan="current handoff",
+                results=results,
+                index=merged_report(opened),
+                semantic_available=self.semantic.available(),
+            )
+
+    def context(self, store: str | None = None, scope: str | None = None, budget: int | None = None) -> ContextAnswer:
+        """The session-start context: handoff, important memories, conflicts, reviews (context.py)."""
+        budget = self.limits.context_budget if budget is None else budget
+        if budget < 512:
+            raise InputError(f"budget: {budget} bytes, at least 512")
+        parts = []
+        with self.scopes.open(scope, store) as opened:
+            for o in opened:
+                conn = o.session.conn
+                parts.append(
+                    ScopeContext(
+                        scope=o.scope,
+                        handoff=current_handoff(conn),
+                        memories=important_memories(conn, o.scope),
+                        conflicts=o.session.open_conflicts(limit=10),
+                        conflicts_total=o.session.count_open_conflicts(),
+                        reviews=reviews_due(conn),
+                    )
+                )
+        return build_context(parts, budget)
 
     def _hybrid(
         self, pools: list[_Pool], query: str, want: int, lines: _DeferredLines
@@ -1050,6 +1111,14 @@ class MemoryService:
         """Change a memory in whichever scope holds it (ids it refers to must be in the same scope)."""
         if op not in UPDATE_OPS:
             raise InputError(f"op: '{op}' is not one of {', '.join(UPDATE_OPS)}")
+        given = dict(title=title, body=body, type=type, trust=trust, entities=entities, source=source)
+        given |= dict(review_after=review_after, state=state, reason=reason, by=by, other_id=other_id)
+        given |= dict(pair_hash=pair_hash, resolution=resolution, winner=winner, note=note)
+        given |= dict(expected_sha256=expected_sha256)
+        stray = [name for name, value in given.items() if value is not None and name not in UPDATE_OP_FIELDS[op]]
+        if stray:
+            takes = ", ".join(UPDATE_OP_FIELDS[op])
+            raise InputError(f"{stray[0]}: op={op} does not take {', '.join(stray)} (it takes {takes})")
         with self.scopes.open(scope, store) as opened:
             o, mem = locate(opened, id)
             s = o.session
@@ -1107,7 +1176,9 @@ class MemoryService:
         new_title = self.limits.title(title) if title is not None else None
         new_body = self.limits.body(body) if body is not None else None
         if not fields and new_title is None and new_body is None:
-            raise InputError("edit: give at least one of title, body, type, trust, entities, source, review_after")
+            raise InputError(
+                "edit: op=edit needs at least one of title, body, type, trust, entities, source, review_after"
+            )
 
         def mutate(meta: dict) -> None:
             for key, value in fields.items():
@@ -1131,7 +1202,7 @@ class MemoryService:
         self, s: StoreSession, old: ix.IndexedMemory, by: str | None, now: str
     ) -> tuple[list[tuple[str, str]], str]:
         if not by:
-            raise InputError("by: supersede needs the id of the memory that replaces this one")
+            raise InputError("by: op=supersede needs `by`, the id of the memory that replaces this one")
         new = ix.get_memory(s.conn, mem_id=by)
         if new is None:
             raise NotFoundError(f"by: no memory with id '{by}'")
@@ -1157,7 +1228,7 @@ class MemoryService:
     ) -> tuple[list[tuple[str, str]], str]:
         target = _enum_arg(State, state, "state")
         if target is None:
-            raise InputError("state: set_state needs a target state")
+            raise InputError("state: op=set_state needs `state`, the target state (active, archived, deprecated)")
         self._transition(s, mem, target, reason, now)
         return [(mem.id, mem.path)], f"{mem.state} → {target.value}"
 
@@ -1180,7 +1251,7 @@ class MemoryService:
         self, s: StoreSession, mem: ix.IndexedMemory, other_id: str | None, now: str
     ) -> tuple[list[tuple[str, str]], str]:
         if not other_id:
-            raise InputError("other_id: link needs the id of the related memory")
+            raise InputError("other_id: op=link needs `other_id`, the id of the related memory")
         other = ix.get_memory(s.conn, mem_id=other_id)
         if other is None:
             raise NotFoundError(f"other_id: no memory with id '{other_id}'")
@@ -1212,7 +1283,13 @@ class MemoryService:
         now: str,
     ) -> tuple[list[tuple[str, str]], str]:
         if not pair:
-            raise InputError("pair_hash: resolve_conflict needs the conflict's pair_hash")
+            raise InputError(
+                "pair_hash: op=resolve_conflict needs `pair_hash`, the conflict's (as remember or status give it)"
+            )
+        if resolution is None:
+            raise InputError(
+                "resolution: op=resolve_conflict needs `resolution`: keep_both, or supersede with `winner`"
+            )
         if resolution not in RESOLUTIONS:
             raise InputError(f"resolution: '{resolution}' is not one of {', '.join(RESOLUTIONS)}")
         row = s.conn.execute(
@@ -1226,6 +1303,8 @@ class MemoryService:
         changed: list[tuple[str, str]] = []
         message = f"conflict {pair} resolved: {resolution}"
         if resolution == "supersede":
+            if winner is None:
+                raise InputError(f"winner: resolution=supersede needs `winner`, one of the pair ({a_id}, {b_id})")
             if winner not in (a_id, b_id):
                 raise InputError(f"winner: must be one of the pair ({a_id}, {b_id})")
             loser = b_id if winner == a_id else a_id
@@ -1306,15 +1385,9 @@ class MemoryService:
             by = {}
             for col in ("state", "type", "trust"):
                 by[col] = {r[0]: r[1] for r in conn.execute(f"SELECT {col}, count(*) FROM memories GROUP BY {col}")}
-            today = self.clock().astimezone().date().isoformat()  # review dates are local calendar days
-            review = [
-                ReviewDue(id=r[0], title=r[1], path=r[2], review_after=r[3])
-                for r in conn.execute(
-                    "SELECT id, title, path, review_after FROM memories WHERE state = 'active' "
-                    "AND review_after IS NOT NULL AND review_after <= ? ORDER BY review_after",
-                    (today,),
-                )
-            ]
+            # review dates are local calendar days
+            review = reviews_due(conn, self.clock().astimezone().date())
+            handoff = current_handoff(conn)
             return StatusAnswer(
                 scope=s.scope,
                 scopes=self.scopes.names,
@@ -1325,6 +1398,7 @@ class MemoryService:
                 by_state=by["state"],
                 by_type=by["type"],
                 by_trust=by["trust"],
+                handoff=handoff_info(s.scope, handoff) if handoff is not None else None,
                 unresolved_conflicts=s.open_conflicts(),
                 unresolved_conflicts_total=s.count_open_conflicts(),
                 review_due=review,

@@ -95,12 +95,12 @@ def result_text(result: Any) -> str:
 
 
 @asynccontextmanager
-async def stdio_tools(root: Path, mode: str = "auto") -> AsyncIterator[Tools]:
-    """One real `memory-mcp` process on `root`, spoken to over stdio."""
+async def stdio_tools(root: Path, mode: str = "auto", env: dict[str, str] | None = None) -> AsyncIterator[Tools]:
+    """One real `memory-mcp` process on `root`, spoken to over stdio (`env`: extra variables, e.g. settings)."""
     params = mcp.StdioServerParameters(
         command=sys.executable,
         args=["-m", "memory_mcp", "--store", str(root)],
-        env=server_env(root),
+        env=server_env(root) | (env or {}),
         cwd=str(root.parent),
     )
     async with mcp.Client(params, mode=mode) as client:

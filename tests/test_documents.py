@@ -252,7 +252,7 @@ async def test_every_document_citation_opens_at_a_line_holding_a_query_term(tmp_
     assert len(corpus.files) >= 30
 
     async with project_tools(project, store) as t:
-        mem = await t.remember("Rollback owner", "The release captain decides on a rollback.")
+        mem = await t.remember("Rollback owner", "The release captain decides on a rollback.", trust="user-stated")
         failures: list[str] = []
         checked = 0
         for query, needles in QUERIES.items():

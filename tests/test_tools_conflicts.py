@@ -155,7 +155,11 @@ async def test_conflict_gate_records_surfaces_once_and_resolution_survives_rebui
 
 async def _latest_wins_only_for_time_varying_types_and_equal_or_higher_trust(tools: Tools) -> None:
     await tools.remember(
-        "Deploy freeze on Fridays", "No production deploys on Fridays.", type="decision", entities=["deploy-policy"]
+        "Deploy freeze on Fridays",
+        "No production deploys on Fridays.",
+        type="decision",
+        trust="user-stated",
+        entities=["deploy-policy"],
     )
     weaker = await tools.remember(
         "Deploy freeze on Fridays and Thursdays",

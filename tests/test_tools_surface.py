@@ -1,0 +1,191 @@
+"""What the model sees, through the real stdio server: lean tool schemas that still say everything,
+recall's compact text beside the full structured record, plain argument errors, the trust default,
+per-op update fields, and malformed JSON on stdin."""
+
+from __future__ import annotations
+
+import json
+import select
+import shutil
+import subprocess
+import sys
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from .helpers import EXAMPLE_STORE, TOOL_NAMES, Tools, frontmatter, server_env, stdio_tools
+
+pytestmark = pytest.mark.anyio
+
+TOOL_SURFACE_BUDGET = 7000  # bytes of name + description + inputSchema over all tools (issue 10: was 11.3 KB)
+RECALL_TEXT_BUDGET = 2500  # bytes of recall's text content for 5 results on the example store (was ~7 KB)
+
+
+def _keys(schema: Any) -> set[str]:
+    """Every JSON-schema keyword used anywhere in `schema` (property names are not keywords)."""
+    if isinstance(schema, list):
+        return {k for v in schema for k in _keys(v)}
+    if not isinstance(schema, dict):
+        return set()
+    keys = set(schema) | {k for key, v in schema.items() if key != "properties" for k in _keys(v)}
+    return keys | {k for v in schema.get("properties", {}).values() for k in _keys(v)}
+
+
+@pytest.mark.parametrize("mode", ["legacy", "auto"])
+async def test_tool_surface_is_lean_and_still_complete(store: Path, mode: str) -> None:
+    async with stdio_tools(store, mode=mode) as t:
+        tools = (await t.client.list_tools()).tools
+    assert {tool.name for tool in tools} == TOOL_NAMES
+    seen = 0
+    for tool in tools:
+        wire = tool.model_dump(mode="json", by_alias=True, exclude_none=True)
+        shown = {k: wire[k] for k in ("name", "description", "inputSchema")}
+        seen += len(json.dumps(shown, ensure_ascii=False).encode("utf-8"))  # json.dumps spacing, as issue 10 counted
+        schema = wire["inputSchema"]
+        assert {"title", "anyOf"}.isdisjoint(_keys(schema)), f"{tool.name}: {schema}"
+        assert None not in [p.get("default", 0) for p in schema["properties"].values()], tool.name
+        assert tool.output_schema is not None, f"{tool.name} lost its outputSchema"
+        lines = tool.description.splitlines()
+        assert lines and not any(line.startswith(" ") for line in lines), f"{tool.name}: indented description"
+    assert seen <= TOOL_SURFACE_BUDGET, seen
+
+    by_name = {tool.name: tool for tool in tools}
+    remember = by_name["memory_remember"]
+    # every type, every trust value and what entities are for is said where the model decides
+    for word in ("fact", "preference", "decision", "episode", "reference", "knowledge", "handoff"):
+        assert word in remember.description
+    for word in ("user-stated", "agent-inferred", "imported", "entities", "conflicts", "resolve_conflict"):
+        assert word in remember.description
+    props = remember.input_schema["properties"]
+    assert props["trust"] == {
+        "default": "agent-inferred",
+        "enum": ["user-stated", "agent-inferred", "imported"],
+        "type": "string",
+    }
+    assert props["entities"] == {"items": {"type": "string"}, "type": "array"}  # optional: no null arm
+    assert "store" in props["store"]["description"] and "local" in props["scope"]["description"]
+    # update: each op names its own fields
+    update = by_name["memory_update"].description
+    for line in ("- edit: any of title, body", "- supersede: by", "- set_state: state", "- link: other_id"):
+        assert line in update
+    assert "- resolve_conflict: pair_hash, resolution" in update
+    # the schema still validates what it did: null is accepted where the argument is optional
+    assert by_name["memory_recall"].input_schema.get("required", []) == []
+
+
+async def test_recall_text_is_compact_and_the_record_stays_structured(store: Path) -> None:
+    shutil.copytree(EXAMPLE_STORE, store, ignore=shutil.ignore_patterns(".index"))
+    async with stdio_tools(store) as t:
+        first = await t.raw("memory_recall", query="postgres backup", limit=5)
+        assert "index: rebuilt" in first.content[0].text  # something happened: one line says what
+        r = await t.raw("memory_recall", query="postgres backup", limit=5)
+    assert not r.is_error
+    [block] = r.content
+    text = block.text
+    answer = r.structured_content
+    assert len(answer["results"]) == 5
+    assert len(text.encode("utf-8")) <= RECALL_TEXT_BUDGET, len(text.encode("utf-8"))
+    assert "index:" not in text  # nothing happened on the second call: no index line
+    assert not text.lstrip().startswith("{")
+    for n, res in enumerate(answer["results"], 1):
+        assert f"{n}. {res['title']} ({res['type']}" in text
+        assert f"{res['path']}:{res['line']}" in text and res["id"] in text
+        assert f"score {res['score']:.2f}" in text
+        assert set(res["components"]) >= {"text", "trust", "freshness", "heat", "coverage"}  # full record kept
+    assert answer["index"]["reconcile"]["scanned"] == 35 and answer["plan"]
+
+
+@pytest.mark.parametrize(
+    "tool, args, argument, allowed",
+    [
+        ("memory_remember", {"title": "t", "body": "b", "type": "rumour"}, "type", "fact, preference, decision"),
+        ("memory_remember", {"title": "t", "body": "b", "trust": "gospel"}, "trust", "user-stated, agent-inferred"),
+        ("memory_recall", {"query": "x", "mode": "psychic"}, "mode", "auto, bm25, hybrid"),
+        ("memory_recall", {"query": "x", "state": "gone"}, "state", "active, archived, deprecated"),
+        ("memory_forget", {"id": "x", "mode": "shred"}, "mode", "archive, deprecate, purge"),
+        ("memory_update", {"id": "x", "op": "rename"}, "op", "edit, supersede, set_state, link, resolve_conflict"),
+        ("memory_status", {"scope": "planet"}, "scope", "local, global"),
+    ],
+)
+async def test_invalid_enum_names_the_argument_and_its_values_plainly(
+    tools: Tools, tool: str, args: dict, argument: str, allowed: str
+) -> None:
+    message = await tools.err(tool, **args)
+    assert f"{argument}: " in message and allowed in message, message
+    for noise in ("pydantic", "http", "literal_error", "validation error", "input_type", "Input should"):
+        assert noise not in message, message
+
+
+async def test_other_argument_errors_are_plain_too(tools: Tools, store: Path) -> None:
+    message = await tools.err("memory_recall", query="x", limit="many")
+    assert "limit: 'many' is not valid" in message and "http" not in message and "pydantic" not in message
+    assert "title: required" in await tools.err("memory_remember", body="no title")
+    assert not (store / "memories").exists() or not list((store / "memories").glob("*.md"))
+
+
+async def test_trust_defaults_to_agent_inferred(tools: Tools, store: Path) -> None:
+    made = await tools.remember("Probably prefers dark mode", "Inferred from their editor screenshots.")
+    assert frontmatter(store / made["path"])["trust"] == "agent-inferred"
+    said = await tools.remember("Prefers dark mode", "The user said so.", type="preference", trust="user-stated")
+    assert frontmatter(store / said["path"])["trust"] == "user-stated"
+
+
+async def test_update_errors_name_the_ops_missing_or_foreign_field(mem_tools: Tools) -> None:
+    t = mem_tools
+    a = (await t.remember("Grafana dashboards", "Dashboards for atlas-api live in Grafana."))["id"]
+    missing = {
+        "edit": "op=edit needs at least one of title, body",
+        "supersede": "by: op=supersede needs `by`",
+        "set_state": "state: op=set_state needs `state`",
+        "link": "other_id: op=link needs `other_id`",
+        "resolve_conflict": "pair_hash: op=resolve_conflict needs `pair_hash`",
+    }
+    for op, says in missing.items():
+        assert says in await t.err("memory_update", op=op, id=a), op
+    assert "body: op=set_state does not take body (it takes state, reason)" in await t.err(
+        "memory_update", op="set_state", id=a, state="archived", body="x"
+    )
+    assert "op=supersede does not take other_id" in await t.err("memory_update", op="supersede", id=a, other_id=a)
+    # nothing was changed by the refusals
+    assert (await t.read(id=a))["frontmatter"]["state"] == "active"
+
+
+def _line(proc: subprocess.Popen, timeout: float = 20.0) -> dict[str, Any]:
+    ready, _, _ = select.select([proc.stdout], [], [], timeout)
+    assert ready, "the server did not answer"
+    return json.loads(proc.stdout.readline())
+
+
+def _send(proc: subprocess.Popen, text: str) -> None:
+    proc.stdin.write(text + "\n")
+    proc.stdin.flush()
+
+
+def test_malformed_json_on_stdin_does_not_stop_the_server(store: Path) -> None:
+    """The SDK's stdio transport turns an unparsable line into an exception item that its dispatcher
+    drops (no -32700 reply; see docs/design/guarantees.md). What we guarantee: the server keeps serving,
+    and the next request is the next thing answered."""
+    proc = subprocess.Popen(
+        [sys.executable, "-m", "memory_mcp", "--store", str(store)],
+        stdin=subprocess.PIPE,
+        stdout=subprocess.PIPE,
+        stderr=subprocess.DEVNULL,
+        text=True,
+        env=server_env(store),
+        cwd=store.parent,
+    )
+    try:
+        init = {"protocolVersion": "2025-11-25", "capabilities": {}, "clientInfo": {"name": "t", "version": "1"}}
+        _send(proc, json.dumps({"jsonrpc": "2.0", "id": 1, "method": "initialize", "params": init}))
+        assert _line(proc)["id"] == 1
+        _send(proc, json.dumps({"jsonrpc": "2.0", "method": "notifications/initialized"}))
+        _send(proc, '{"jsonrpc": "2.0", "id": 2, "method": "tools/list"')  # cut short
+        _send(proc, "not json at all")
+        _send(proc, json.dumps({"jsonrpc": "2.0", "id": 3, "method": "tools/list"}))
+        reply = _line(proc)
+        assert reply["id"] == 3 and len(reply["result"]["tools"]) == len(TOOL_NAMES)
+        assert proc.poll() is None
+    finally:
+        proc.stdin.close()
+        proc.wait(timeout=20)
