@@ -33,7 +33,7 @@ from ..models import EditableMemory, ReadAnswer, State, StatusAnswer, StoreInfo
 from ..service import MemoryService
 from . import forms
 from .guard import LoopbackGuard
-from .render import ENV, render
+from .render import render
 
 PAGE_SIZE = 100
 MAX_PAGE = 100_000
@@ -62,8 +62,6 @@ ERROR_STATUS: list[tuple[type[MemoryMcpError], int]] = [
     (MemoryMcpError, 400),
 ]
 
-ENV.globals.update(token_field=TOKEN_FIELD, page_size=PAGE_SIZE)
-
 
 def _status_of(exc: MemoryMcpError) -> int:
     return next(code for cls, code in ERROR_STATUS if isinstance(exc, cls))
@@ -88,6 +86,7 @@ class Ctx:
     place: StoreInfo
     places: list[StoreInfo]
     token: str
+    token_field: str = TOKEN_FIELD
 
     @property
     def where(self) -> dict[str, str | None]:
@@ -265,8 +264,8 @@ class WebView:
             )
         return self._page(
             request, ctx, "memories.html", "Memories", "memories",
-            q=q, state=state, mtype=mtype, trust=trust, entity=entity, page=page, listing=listing, answer=answer,
-            counts=None if q else listing.state_counts,
+            q=q, state=state, mtype=mtype, trust=trust, entity=entity, page=page, page_size=PAGE_SIZE,
+            listing=listing, answer=answer, counts=None if q else listing.state_counts,
         )  # fmt: skip
 
     # ------------------------------------------------------------ one memory
