@@ -2,8 +2,8 @@
 
 Escaping is `html.escape(quote=True)` through the environment's `finalize` hook rather than MarkupSafe's
 own, so pages keep the entities they always had (`&quot;`, `&#x27;`) and `None` prints as nothing.
-Filters that escape by themselves (`join`, `format` on values) are not used on store text for that reason:
-templates call `str.join` instead, whose plain string result goes through `finalize`.
+`|join` and `~` switch to MarkupSafe's escaping as soon as one part is already markup (a macro's output),
+so templates join plain text only and print macro output on its own.
 """
 
 from __future__ import annotations
