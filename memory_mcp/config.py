@@ -17,7 +17,7 @@ import re
 import tomllib
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
-from functools import cache
+from functools import cache, cached_property
 from pathlib import Path
 from types import MappingProxyType
 from typing import Annotated, Any, Literal
@@ -80,12 +80,14 @@ class Setting:
     # a rule beyond type, range and choices, run after them: returns the value or raises ValueError(the problem)
     check: Callable[[Any], Any] | None = None
 
+    @cached_property
+    def _validator(self) -> TypeAdapter[Any]:
+        return _adapter(self.kind, self.minimum, self.maximum, self.choices, self.check)
+
     def validate(self, value: Any, layer: str) -> Any:
         """The value normalised (ints widen to float, paths expand `~`); ConfigError naming key and layer."""
         try:
-            return _adapter(self.kind, self.minimum, self.maximum, self.choices, self.check).validate_python(
-                value, strict=True
-            )
+            return self._validator.validate_python(value, strict=True)
         except ValidationError as exc:
             list_of = f"tables ([[{self.key}]] in TOML)" if self.kind == "tables" else "strings"
             problem = _problem(exc.errors()[0], value, self.minimum, self.maximum, self.choices, list_of)
