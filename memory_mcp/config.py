@@ -7,6 +7,9 @@ Layers, lowest first: packaged defaults < user file (`$XDG_CONFIG_HOME/memory-mc
 Each value is validated in the layer that sets it, so an unknown key (a typo), a wrong type or an
 out-of-range value is refused with a message naming the key and the layer. A later layer replaces a
 value wholesale, lists included (`documents.sources` is not merged across layers).
+
+A setting is declared once, as one row of SETTINGS (key, default, kind, range or choices, help); pydantic
+validates values against that row, and its errors are put in this module's words.
 """
 
 from __future__ import annotations
