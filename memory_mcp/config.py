@@ -691,6 +691,7 @@ __all__ = [
     "DocumentSource",
     "Setting",
     "Settings",
+    "SourceTable",
     "default_settings",
     "describe",
     "load_settings",
