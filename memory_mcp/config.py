@@ -21,8 +21,8 @@ from pathlib import Path
 from types import MappingProxyType
 from typing import Any
 
-from .errors import MemoryMcpError
-from .ranking import RankingConstants
+from .domain.errors import MemoryMcpError
+from .domain.ranking import RankingConstants
 
 ENV_PREFIX = "MEMORY_MCP_"
 # Older single-purpose variables that keep working; each names the setting it stands for.
@@ -384,7 +384,7 @@ def _check(key: str, value: Any, layer: str, project_root: Path | None) -> Any:
     if setting.choices is not None and value not in setting.choices:
         raise ConfigError(f"{key}: {value!r} is not one of {', '.join(map(str, setting.choices))} (in {layer})")
     if key == "semantic.ollama_url":
-        from .semantic import check_loopback_url
+        from .domain.loopback import check_loopback_url
 
         try:
             check_loopback_url(value)

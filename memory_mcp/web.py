@@ -33,10 +33,10 @@ from starlette.responses import HTMLResponse, RedirectResponse, Response
 from starlette.routing import Route
 from starlette.types import ASGIApp, Message, Receive, Scope, Send
 
-from .errors import InputError, MemoryMcpError, NotFoundError, StaleWriteError, TransitionError
-from .lifecycle import ALLOWED, PURGEABLE
-from .models import EditableMemory, MemoryType, ReadAnswer, State, StatusAnswer, StoreInfo, Trust
-from .service import MemoryService
+from .domain.errors import InputError, MemoryMcpError, NotFoundError, StaleWriteError, TransitionError
+from .domain.lifecycle import ALLOWED, PURGEABLE
+from .domain.models import EditableMemory, MemoryType, ReadAnswer, State, StatusAnswer, StoreInfo, Trust
+from .tools.service import MemoryService
 
 LOOPBACK = "127.0.0.1"
 DEFAULT_PORT = 5052

@@ -12,7 +12,7 @@ from pathlib import Path
 
 import pytest
 
-from memory_mcp.service import Limits, MemoryService
+from memory_mcp.tools.service import Limits, MemoryService
 
 from .helpers import Tools, write_file
 

@@ -25,8 +25,8 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from memory_mcp import canon
-from memory_mcp.service import (
+from memory_mcp.canon import files as canon
+from memory_mcp.tools.service import (
     MAX_BODY,
     MAX_ENTITIES,
     MAX_ENTITY_LEN,

@@ -19,8 +19,8 @@ from pathlib import Path
 import pytest
 from starlette.testclient import TestClient
 
-from memory_mcp.canon import read_frontmatter
-from memory_mcp.service import MemoryService
+from memory_mcp.canon.files import read_frontmatter
+from memory_mcp.tools.service import MemoryService
 from memory_mcp.web import DONE, TOKEN_FIELD, TOKEN_HEADER, WebView, make_server
 
 from .helpers import EXAMPLE_STORE, REPO, server_env
@@ -537,7 +537,7 @@ def test_ui_refuses_a_port_that_is_not_one(example: Path, port: str) -> None:
 
 
 def test_ui_port_in_use_is_a_clear_error(service: MemoryService) -> None:
-    from memory_mcp.errors import InputError
+    from memory_mcp.domain.errors import InputError
 
     ui = make_server(service, 0)
     try:

@@ -7,13 +7,10 @@ excerpt and one score. The index gets one line only when the reconcile did somet
 
 from __future__ import annotations
 
-from .models import IndexReport, RecallAnswer
+from ..domain.models import IndexReport, RecallAnswer
+from ..domain.text import clip
 
 EXCERPT_CHARS = 220
-
-
-def clip(text: str, limit: int) -> str:
-    return text if len(text) <= limit else text[: limit - 1].rstrip() + "…"
 
 
 def recall_text(answer: RecallAnswer) -> str:

@@ -20,8 +20,8 @@ from pydantic import Field, ValidationError
 from pydantic.json_schema import GenerateJsonSchema, JsonSchemaValue
 from pydantic_core import core_schema
 
-from .errors import MemoryMcpError
-from .models import (
+from ..domain.errors import MemoryMcpError
+from ..domain.models import (
     ForgetAnswer,
     Progress,
     ProgressFn,
@@ -32,8 +32,8 @@ from .models import (
     StatusAnswer,
     UpdateAnswer,
 )
+from ..tools.service import MemoryService
 from .render import recall_text, usage_guide
-from .service import MemoryService
 
 P = ParamSpec("P")
 R = TypeVar("R")

@@ -21,7 +21,7 @@ from types import TracebackType
 from filelock import FileLock
 from filelock import Timeout as FileLockTimeout
 
-from .errors import StoreAccessError
+from ..domain.errors import StoreAccessError
 
 try:  # POSIX only; on Windows the lock file alone serialises writers
     import fcntl

@@ -15,15 +15,16 @@ from collections.abc import Callable, Iterator, Sequence
 from contextlib import contextmanager
 from pathlib import Path
 
-from . import canon, semantic
-from . import index as ix
-from .dictionary import EntityDictionary
+from ..canon import files as canon
+from ..canon.dictionary import EntityDictionary
+from ..domain.errors import StoreAccessError
+from ..domain.models import ConflictSummary, DocumentsReport, IndexReport, ReconcileReport, ScopeReport
+from ..index import db as ix
+from ..index import vectors as vector_table
 from .documents import DocumentSource, reconcile_documents
-from .errors import StoreAccessError
-from .models import ConflictSummary, DocumentsReport, IndexReport, ReconcileReport, ScopeReport
+from .lock import StoreLock
+from .paths import Store
 from .reconcile import StatGate, index_file, reconcile, reconcile_files, unparseable_files
-from .store import Store
-from .storelock import StoreLock
 from .watch import CanonWatch
 
 # SQLite errors that mean "wait", not "this index is damaged or unusable"
@@ -350,7 +351,7 @@ class StoreSession:
         except sqlite3.DatabaseError:
             pass
         # embeddings are keyed by content hash: unchanged text keeps its vector, so a rebuild re-embeds nothing
-        vectors = semantic.export_vectors(self.conn)
+        vectors = vector_table.export_vectors(self.conn)
         self.conn.close()
         self._conn = None
         if self.index_in_memory is None:
@@ -371,7 +372,7 @@ class StoreSession:
             "INSERT OR REPLACE INTO heat (memory_id, recalls, last_recalled) VALUES (?,?,?)",
             [(k, v[0], v[1]) for k, v in heat.items() if k in live],
         )
-        semantic.import_vectors(self.conn, vectors)
+        vector_table.import_vectors(self.conn, vectors)
         self.last_report = report
         return report, heat
 

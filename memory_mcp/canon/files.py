@@ -27,8 +27,8 @@ from ruamel.yaml.nodes import MappingNode, Node, SequenceNode
 from ruamel.yaml.representer import RoundTripRepresenter
 from ruamel.yaml.scalarstring import DoubleQuotedScalarString, SingleQuotedScalarString
 
+from ..domain.models import ConflictRecord, Memory, MemoryType, State, Trust
 from . import fastyaml
-from .models import ConflictRecord, Memory, MemoryType, State, Trust
 
 MAX_FILE_BYTES = 1024 * 1024
 MAX_FRONTMATTER_BYTES = 64 * 1024

@@ -14,8 +14,8 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import NamedTuple
 
-from .canon import norm_hash, now_iso
-from .models import Memory
+from ..canon.files import norm_hash, now_iso
+from ..domain.models import Memory
 
 SCHEMA_VERSION = 4
 

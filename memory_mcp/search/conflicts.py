@@ -27,9 +27,10 @@ from dataclasses import dataclass, field
 from datetime import UTC, datetime
 from functools import lru_cache
 
-from . import index as ix
-from .models import ConflictCandidate, RelatedMemory, Trust
-from .query import STOPWORDS, Term, fold, stem, terms_of
+from ..domain.models import ConflictCandidate, RelatedMemory, Trust
+from ..domain.text import Term, fold, stem
+from ..index import db as ix
+from .planner import STOPWORDS, terms_of
 
 NEAR_TEXT_SIMILARITY = 0.5
 MAX_CONFLICTS = 5

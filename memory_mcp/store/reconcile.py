@@ -16,12 +16,12 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import NamedTuple
 
-from . import canon
-from . import index as ix
-from .dictionary import EntityDictionary
-from .errors import ContainmentError
-from .models import ReconcileReport, State, Unparseable
-from .store import Store
+from ..canon import files as canon
+from ..canon.dictionary import EntityDictionary
+from ..domain.errors import ContainmentError
+from ..domain.models import ReconcileReport, State, Unparseable
+from ..index import db as ix
+from .paths import Store
 
 # A pass that (re)indexed at least this many memories, and at least a tenth of the store, ends by merging
 # the FTS indexes (a first index, a rebuild, a large git pull); small edits leave that to FTS5's automerge.

@@ -15,7 +15,7 @@ import stat
 from dataclasses import dataclass
 from pathlib import Path
 
-from .errors import ContainmentError, InputError
+from ..domain.errors import ContainmentError, InputError
 
 STORE_NAME = re.compile(r"^[A-Za-z0-9][A-Za-z0-9_-]{0,63}$")
 DEFAULT_ROOT = Path("~/.memory-mcp/default")

@@ -18,41 +18,11 @@ from typing import Any, overload
 
 from ulid import ULID
 
-from . import canon
-from . import index as ix
-from . import semantic as sem
-from .config import Settings
-from .conflicts import (
-    AUTO_CLOSED,
-    MAX_CONFLICTS,
-    MAX_RELATED,
-    NEAR_TEXT_SIMILARITY,
-    StalePair,
-    find_neighbours,
-    stale_open_pairs,
-)
-from .context import (
-    DEFAULT_BUDGET,
-    ScopeContext,
-    build_context,
-    current_handoff,
-    handoff_info,
-    important_memories,
-    reviews_due,
-)
-from .documents import (
-    DOCUMENT_TRUST,
-    ChunkRow,
-    DocumentSource,
-    chunks_by_rowid,
-    cited_line,
-    display_path,
-    indexed_document,
-    source_status,
-)
-from .errors import InputError, NotFoundError, StaleWriteError, StoreMissingError
-from .lifecycle import check_editable, check_purge, check_transition
-from .models import (
+from ..canon import files as canon
+from ..config import Settings
+from ..domain.errors import InputError, NotFoundError, StaleWriteError, StoreMissingError
+from ..domain.lifecycle import check_editable, check_purge, check_transition
+from ..domain.models import (
     AutoClosedConflict,
     BrowseAnswer,
     ChainLink,
@@ -81,13 +51,45 @@ from .models import (
     UpdateAnswer,
     stage_reporter,
 )
-from .query import DOCUMENTS, MEMORIES, Candidate, Corpus, Filters, Plan, best_line, coverage, fold, plan_and_fetch
-from .ranking import DEFAULT as RANKING
-from .ranking import RankingConstants, ScoreParts, components, score
-from .reconcile import StatGate, unparseable_files
-from .scopes import GLOBAL, LOCAL, Opened, Scopes, locate, merged_report
-from .session import StoreSession
-from .store import STORE_NAME, Store
+from ..domain.ranking import DEFAULT as RANKING
+from ..domain.ranking import RankingConstants, ScoreParts, components, score
+from ..domain.text import fold
+from ..index import db as ix
+from ..index import vectors as vector_table
+from ..search import semantic as sem
+from ..search.conflicts import (
+    AUTO_CLOSED,
+    MAX_CONFLICTS,
+    MAX_RELATED,
+    NEAR_TEXT_SIMILARITY,
+    StalePair,
+    find_neighbours,
+    stale_open_pairs,
+)
+from ..search.planner import DOCUMENTS, MEMORIES, Candidate, Corpus, Filters, Plan, best_line, coverage, plan_and_fetch
+from ..store.documents import (
+    DOCUMENT_TRUST,
+    ChunkRow,
+    DocumentSource,
+    chunks_by_rowid,
+    cited_line,
+    display_path,
+    indexed_document,
+    source_status,
+)
+from ..store.paths import STORE_NAME, Store
+from ..store.reconcile import StatGate, unparseable_files
+from ..store.scopes import GLOBAL, LOCAL, Opened, Scopes, locate, merged_report
+from ..store.session import StoreSession
+from .context import (
+    DEFAULT_BUDGET,
+    ScopeContext,
+    build_context,
+    current_handoff,
+    handoff_info,
+    important_memories,
+    reviews_due,
+)
 
 MAX_TITLE = 200
 MAX_BODY = 200_000
@@ -684,7 +686,7 @@ class MemoryService:
             conn = pool.session.conn
             if cfg.embed_per_recall:
                 self.semantic.fill(conn, cfg.embed_per_recall)
-            pending += sem.pending_count(conn, name)
+            pending += vector_table.pending_count(conn, name)
         ranked = self._rank(pools, sem.UNLIMITED, lines)  # keyword candidates (memories and documents)
         kw_keys = [_key(r.scope, r.id) for r in ranked[: cfg.depth]]
         states = self.ranking.state
@@ -692,7 +694,7 @@ class MemoryService:
         for pool in mem_pools:
             where, params = pool.filters.sql() if pool.filters is not None else ("", [])
             # archived and deprecated order below active in the cosine leg too (trust is left to the keyword leg)
-            for rowid, mem_id, c, w in sem.cosine_rank(
+            for rowid, mem_id, c, w in vector_table.cosine_rank(
                 pool.session.conn, name, qvec, where, params, lambda st: states.get(st, 1.0), cfg.depth
             ):
                 cos.append((w, c, pool, rowid, mem_id))
@@ -761,7 +763,7 @@ class MemoryService:
         if with_vectors:
             for scope, s in sessions.items():
                 hashes = [t[2] for (sc, _), t in texts.items() if sc == scope]
-                got = sem.vectors_for(s.conn, self.semantic.name, hashes)
+                got = vector_table.vectors_for(s.conn, self.semantic.name, hashes)
                 for (sc, mid), t in texts.items():
                     if sc == scope and t[2] in got:
                         vecs[(sc, mid)] = got[t[2]]
@@ -773,7 +775,7 @@ class MemoryService:
                 out.append(sem.DupCandidate(key, "\x00" + key, frozenset()))
                 continue
             blob = vecs.get((r.scope, r.id))
-            vec = sem.unpack(blob) if blob is not None else None
+            vec = vector_table.unpack(blob) if blob is not None else None
             out.append(sem.DupCandidate(key, t[2], sem.words(f"{t[0]}\n{t[1]}"), vec))
         return out
 
@@ -1578,8 +1580,8 @@ class MemoryService:
         name, batch, done = self.semantic.name, self.semantic.config.batch, 0
         with self.scopes.open(scope, store) as opened:
             for o in opened:
-                sem.prune(o.session.conn)
-            total = sum(sem.pending_count(o.session.conn, name) for o in opened)
+                vector_table.prune(o.session.conn)
+            total = sum(vector_table.pending_count(o.session.conn, name) for o in opened)
             where_all = "+".join(o.scope for o in opened)
         report = stage_reporter(progress, "embed", where_all)
         report(0, total)
@@ -1588,7 +1590,7 @@ class MemoryService:
                 todo: tuple[str, list[tuple[str, str]]] | None = None
                 with self.scopes.open(scope, store) as opened:
                     for o in opened:
-                        items = sem.pending(o.session.conn, name, batch)
+                        items = vector_table.pending(o.session.conn, name, batch)
                         if items:
                             todo = (o.scope, items)
                             break
@@ -1598,7 +1600,7 @@ class MemoryService:
                 vecs = self.semantic.embed([text for _, text in items])
                 pairs = [(h, v) for (h, _), v in zip(items, vecs, strict=True)]
                 with self.scopes.open(where, store) as opened:
-                    sem.store_vectors(opened[0].session.conn, name, pairs)
+                    vector_table.store_vectors(opened[0].session.conn, name, pairs)
                 done += len(items)
                 report(min(done, total), max(total, done))
         except sem.SemanticUnavailable as exc:

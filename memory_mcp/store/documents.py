@@ -20,10 +20,10 @@ from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 
-from . import canon
-from .config import DocumentSource
-from .models import DocumentsReport, SkippedDocument, SourceStatus, first_paragraph
-from .query import Term, fold
+from ..canon import files as canon
+from ..config import DocumentSource
+from ..domain.models import DocumentsReport, SkippedDocument, SourceStatus, first_paragraph
+from ..domain.text import Term, fold
 
 _HEADING = re.compile(r"^#{1,3}\s+(\S.*?)\s*#*\s*$")
 _FENCE = re.compile(r"^\s*(```|~~~)")

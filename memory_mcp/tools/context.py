@@ -13,9 +13,9 @@ import sqlite3
 from dataclasses import dataclass, field
 from datetime import UTC, date, datetime
 
-from . import index as ix
-from .models import ConflictSummary, ContextAnswer, HandoffInfo, ReviewDue
-from .render import clip
+from ..domain.models import ConflictSummary, ContextAnswer, HandoffInfo, ReviewDue
+from ..domain.text import clip
+from ..index import db as ix
 
 DEFAULT_BUDGET = 4096
 HANDOFF_CHARS = 1200

@@ -14,9 +14,9 @@ from typing import TYPE_CHECKING
 
 from pydantic import BaseModel
 
-from .config import ConfigError, Settings, describe, load_settings
-from .errors import InputError, MemoryMcpError
-from .models import (
+from ..config import ConfigError, Settings, describe, load_settings
+from ..domain.errors import InputError, MemoryMcpError
+from ..domain.models import (
     MemoryType,
     Progress,
     ReadAnswer,
@@ -27,7 +27,7 @@ from .models import (
     StatusAnswer,
     Trust,
 )
-from .service import MemoryService
+from ..tools.service import MemoryService
 
 if TYPE_CHECKING:
     from tqdm import tqdm
@@ -237,7 +237,7 @@ def _main(argv: list[str] | None) -> int:
 
 def _start_ui(service: MemoryService, port: int):
     """The browser view beside the MCP server, in a thread; the URL goes to stderr (stdout is MCP's)."""
-    from .web import make_server
+    from ..web import make_server
 
     try:
         ui = make_server(service, port).start()
@@ -249,7 +249,7 @@ def _start_ui(service: MemoryService, port: int):
 
 
 def _ui(service: MemoryService, port: int) -> int:
-    from .web import make_server
+    from ..web import make_server
 
     ui = make_server(service, port)
     print(f"memory-mcp: browser view at {ui.url} (Ctrl-C to stop)", file=sys.stderr, flush=True)

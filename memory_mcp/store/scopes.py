@@ -12,12 +12,12 @@ from contextlib import ExitStack, contextmanager
 from dataclasses import dataclass
 from pathlib import Path
 
-from . import index as ix
+from ..domain.errors import InputError, NotFoundError
+from ..domain.models import IndexReport, ReconcileReport
+from ..index import db as ix
 from .documents import DocumentSource
-from .errors import InputError, NotFoundError
-from .models import IndexReport, ReconcileReport
+from .paths import Store, open_store
 from .session import StoreSession
-from .store import Store, open_store
 
 LOCAL, GLOBAL = "local", "global"
 SCOPES = (LOCAL, GLOBAL)
