@@ -25,7 +25,7 @@ from memory_mcp.config import (
 from memory_mcp.domain import ranking
 from memory_mcp.domain.errors import MemoryMcpError
 from memory_mcp.search import conflicts
-from memory_mcp.tools import service
+from memory_mcp.tools import limits as service  # the defaults the settings override
 
 KEY = "ranking.freshness_max"
 ENV_KEY = "MEMORY_MCP_RANKING__FRESHNESS_MAX"

@@ -100,3 +100,17 @@ def test_the_walk_sees_relative_and_lazy_imports(tmp_path: Path) -> None:
     found = _imports(probe, module="memory_mcp.store.probe")
     assert found == [(1, "memory_mcp.store.lock"), (5, "memory_mcp.edges")]
     assert _layer_of(found[1][1]) == "edges"
+
+
+MAX_CLASS_LINES = 400
+
+
+def test_no_class_is_a_namespace() -> None:
+    """No class over 400 lines: operations are modules of tools/, not methods of one large class."""
+    large = [
+        f"{path.relative_to(PACKAGE)}: {node.name} ({node.end_lineno - node.lineno + 1} lines)"
+        for path in MODULES
+        for node in ast.walk(ast.parse(path.read_text(encoding="utf-8")))
+        if isinstance(node, ast.ClassDef) and node.end_lineno - node.lineno + 1 > MAX_CLASS_LINES
+    ]
+    assert not large, large

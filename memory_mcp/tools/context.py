@@ -12,9 +12,14 @@ import math
 import sqlite3
 from dataclasses import dataclass, field
 from datetime import UTC, date, datetime
+from typing import TYPE_CHECKING
 
+from ..domain.errors import InputError
 from ..domain.models import ConflictSummary, ContextAnswer, HandoffInfo, ReviewDue
 from ..domain.text import clip
+
+if TYPE_CHECKING:
+    from .state import ServiceState
 from ..index import db as ix
 
 DEFAULT_BUDGET = 4096
@@ -176,3 +181,27 @@ def build_context(parts: list[ScopeContext], budget: int = DEFAULT_BUDGET) -> Co
         unresolved_conflicts=total_conflicts,
         review_due=len(reviews),
     )
+
+
+def context(
+    svc: ServiceState, store: str | None = None, scope: str | None = None, budget: int | None = None
+) -> ContextAnswer:
+    """The session-start context: handoff, important memories, conflicts, reviews (context.py)."""
+    budget = svc.limits.context_budget if budget is None else budget
+    if budget < 512:
+        raise InputError(f"budget: {budget} bytes, at least 512")
+    parts = []
+    with svc.scopes.open(scope, store) as opened:
+        for o in opened:
+            conn = o.session.conn
+            parts.append(
+                ScopeContext(
+                    scope=o.scope,
+                    handoff=current_handoff(conn),
+                    memories=important_memories(conn, o.scope),
+                    conflicts=o.session.open_conflicts(limit=10),
+                    conflicts_total=o.session.count_open_conflicts(),
+                    reviews=reviews_due(conn),
+                )
+            )
+    return build_context(parts, budget)
