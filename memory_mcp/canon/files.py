@@ -27,7 +27,8 @@ from ruamel.yaml.nodes import MappingNode, Node, SequenceNode
 from ruamel.yaml.representer import RoundTripRepresenter
 from ruamel.yaml.scalarstring import DoubleQuotedScalarString, SingleQuotedScalarString
 
-from ..domain.models import ConflictRecord, Memory, MemoryType, State, Trust
+from ..domain.models import ConflictRecord, Memory
+from ..domain.vocabulary import MemoryType, State, Trust
 from . import fastyaml
 
 MAX_FILE_BYTES = 1024 * 1024

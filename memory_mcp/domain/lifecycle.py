@@ -14,7 +14,7 @@ archived | deprecated → purged (confirm=true; deletes the file; git history is
 from __future__ import annotations
 
 from .errors import InputError, TransitionError
-from .models import State
+from .vocabulary import State
 
 ALLOWED: dict[State, set[State]] = {
     State.ACTIVE: {State.ARCHIVED, State.DEPRECATED},

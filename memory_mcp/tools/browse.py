@@ -6,15 +6,8 @@ from pathlib import Path
 
 from ..canon import files as canon
 from ..domain.errors import InputError
-from ..domain.models import (
-    BrowseAnswer,
-    EditableMemory,
-    MemoryItem,
-    MemoryType,
-    State,
-    StoreInfo,
-    Trust,
-)
+from ..domain.models import BrowseAnswer, EditableMemory, MemoryItem, StoreInfo
+from ..domain.vocabulary import MemoryType, State, Trust
 from ..index import db as ix
 from ..search.planner import Filters
 from ..store.paths import STORE_NAME

@@ -5,10 +5,8 @@ from __future__ import annotations
 from collections import defaultdict
 
 from ..canon import files as canon
-from ..domain.models import (
-    ExportAnswer,
-    MemoryType,
-)
+from ..domain.models import ExportAnswer
+from ..domain.vocabulary import MemoryType
 from .state import ServiceState
 
 

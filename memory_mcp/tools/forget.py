@@ -5,15 +5,11 @@ from __future__ import annotations
 from ..canon import files as canon
 from ..domain.errors import InputError
 from ..domain.lifecycle import check_purge
-from ..domain.models import (
-    ForgetAnswer,
-    State,
-)
+from ..domain.models import ForgetAnswer
+from ..domain.vocabulary import FORGET_MODES, State
 from ..store.scopes import locate, merged_report
 from .state import ServiceState
 from .update import transition
-
-FORGET_MODES = ("archive", "deprecate", "purge")
 
 
 def forget(

@@ -3,10 +3,8 @@
 from __future__ import annotations
 
 from ..canon import files as canon
-from ..domain.models import (
-    ChainLink,
-    State,
-)
+from ..domain.models import ChainLink
+from ..domain.vocabulary import State
 from ..index import db as ix
 from ..store.session import StoreSession
 from .state import ServiceState

@@ -8,12 +8,10 @@ from functools import partial
 from pathlib import Path
 from typing import overload
 
-from ..domain.models import (
-    RecallResult,
-    State,
-)
+from ..domain.models import RecallResult
 from ..domain.ranking import ScoreParts, components, score
 from ..domain.text import fold
+from ..domain.vocabulary import State
 from ..index import db as ix
 from ..search.planner import DOCUMENTS, Corpus, Filters, Plan, best_line, coverage
 from ..store.documents import (

@@ -6,14 +6,8 @@ from collections.abc import Sequence
 
 from ..canon import files as canon
 from ..domain.errors import InputError
-from ..domain.models import (
-    CollapsedResult,
-    MemoryType,
-    RecallAnswer,
-    RecallResult,
-    State,
-    Trust,
-)
+from ..domain.models import CollapsedResult, RecallAnswer, RecallResult
+from ..domain.vocabulary import RECALL_MODES, MemoryType, State, Trust
 from ..index import db as ix
 from ..index import vectors as vector_table
 from ..search import semantic as sem
@@ -53,8 +47,8 @@ def recall(
         if type != MemoryType.HANDOFF.value:
             raise InputError("query: required, unless type=handoff (which returns the current handoff)")
         return _current_handoffs(svc, store, scope)
-    if mode not in sem.MODES:
-        raise InputError(f"mode: '{mode}' is not one of {', '.join(sem.MODES)}")
+    if mode not in RECALL_MODES:
+        raise InputError(f"mode: '{mode}' is not one of {', '.join(RECALL_MODES)}")
     limit = svc.limits.recall_default if limit is None else limit
     if not 1 <= limit <= svc.limits.recall_max:
         raise InputError(f"limit: {limit} is outside 1..{svc.limits.recall_max}")

@@ -10,12 +10,8 @@ from ulid import ULID
 
 from ..canon import files as canon
 from ..domain.errors import InputError, NotFoundError
-from ..domain.models import (
-    MemoryType,
-    RememberAnswer,
-    State,
-    Trust,
-)
+from ..domain.models import RememberAnswer
+from ..domain.vocabulary import MemoryType, State, Trust
 from ..index import db as ix
 from ..search.conflicts import (
     find_neighbours,

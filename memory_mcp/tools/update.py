@@ -9,29 +9,14 @@ from typing import Any
 from ..canon import files as canon
 from ..domain.errors import InputError, NotFoundError, StaleWriteError
 from ..domain.lifecycle import check_editable, check_transition
-from ..domain.models import (
-    MemoryType,
-    State,
-    Trust,
-    UpdateAnswer,
-)
+from ..domain.models import UpdateAnswer
+from ..domain.vocabulary import RESOLUTIONS, UPDATE_OP_FIELDS, UPDATE_OPS, MemoryType, State, Trust
 from ..index import db as ix
 from ..store.scopes import locate, merged_report
 from ..store.session import StoreSession
 from .arguments import check_date, enum_arg
 from .links import chain, link_entry, link_supersede
 from .state import ServiceState
-
-# each op of memory_update and the fields it takes: any other field given is refused, naming the op
-UPDATE_OP_FIELDS = {
-    "edit": ("title", "body", "type", "trust", "entities", "source", "review_after", "expected_sha256"),
-    "supersede": ("by",),
-    "set_state": ("state", "reason"),
-    "link": ("other_id",),
-    "resolve_conflict": ("pair_hash", "resolution", "winner", "note"),
-}
-UPDATE_OPS = tuple(UPDATE_OP_FIELDS)
-RESOLUTIONS = ("keep_both", "supersede")
 
 
 @dataclass(frozen=True)
