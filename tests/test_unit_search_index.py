@@ -100,3 +100,28 @@ def test_vectors_round_trip_and_rank_by_cosine(conn: sqlite3.Connection) -> None
     assert vector_table.pending_count(conn, "toy") == 2  # M3 and M4 have no vector yet
     db.drop_memory_at(conn, "memories/M2.md")
     assert vector_table.prune(conn) == 1
+
+
+def _titles(conn: sqlite3.Connection) -> set[str]:
+    return {m.title for m in db.all_memories(conn)}
+
+
+def test_atomic_commits_or_undoes_the_whole_block(conn: sqlite3.Connection) -> None:
+    with db.atomic(conn):
+        db.put_memory(conn, "memories/M5.md", _memory("M5", "Kept", "committed"), [])
+    assert "Kept" in _titles(conn) and not conn.in_transaction
+    with pytest.raises(ValueError), db.atomic(conn):
+        db.put_memory(conn, "memories/M6.md", _memory("M6", "Undone", "rolled back"), [])
+        raise ValueError("half-way")
+    assert "Undone" not in _titles(conn) and not conn.in_transaction
+
+
+def test_a_nested_atomic_is_a_savepoint(conn: sqlite3.Connection) -> None:
+    with db.atomic(conn):
+        db.put_memory(conn, "memories/M7.md", _memory("M7", "Outer", "kept"), [])
+        with pytest.raises(db.Rollback), db.atomic(conn):
+            db.put_memory(conn, "memories/M8.md", _memory("M8", "Inner", "undone"), [])
+            raise db.Rollback
+        assert conn.in_transaction  # the outer transaction is still open
+    titles = _titles(conn)
+    assert "Outer" in titles and "Inner" not in titles

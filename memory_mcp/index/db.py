@@ -9,7 +9,8 @@ from __future__ import annotations
 import hashlib
 import json
 import sqlite3
-from collections.abc import Iterable
+from collections.abc import Iterable, Iterator
+from contextlib import contextmanager
 from dataclasses import dataclass
 from pathlib import Path
 from typing import NamedTuple
@@ -126,6 +127,36 @@ class IndexUnavailable(Exception):
     """The index file cannot be opened or created at all (not merely stale)."""
 
 
+class Rollback(Exception):
+    """Raised inside `atomic()` to undo the block on purpose; `atomic()` re-raises it for the caller to catch."""
+
+
+@contextmanager
+def atomic(conn: sqlite3.Connection) -> Iterator[None]:
+    """One write transaction: BEGIN IMMEDIATE ... COMMIT, or a savepoint when one is already open.
+
+    Any exception undoes the block (only the inner one when nested) and propagates. IMMEDIATE takes the
+    write lock at the start, so a writer never fails half-way on a lock another connection holds.
+    """
+    if conn.in_transaction:
+        conn.execute("SAVEPOINT atomic")  # the innermost savepoint of a name is the one ROLLBACK TO reaches
+        try:
+            yield
+        except BaseException:
+            conn.execute("ROLLBACK TO atomic")
+            conn.execute("RELEASE atomic")
+            raise
+        conn.execute("RELEASE atomic")
+        return
+    conn.execute("BEGIN IMMEDIATE")
+    try:
+        yield
+    except BaseException:
+        conn.execute("ROLLBACK")
+        raise
+    conn.execute("COMMIT")
+
+
 def connect(path: Path | str) -> sqlite3.Connection:
     """A connection to the index file (or ":memory:" when the file cannot be used)."""
     conn = sqlite3.connect(path, timeout=30, isolation_level=None, check_same_thread=False)
@@ -155,16 +186,11 @@ def migrate(conn: sqlite3.Connection) -> None:
     except (sqlite3.DatabaseError, ValueError):
         return  # schema_problem says why
     while version in MIGRATIONS:
-        conn.execute("BEGIN IMMEDIATE")
-        try:
+        with atomic(conn):
             for statement in filter(str.strip, MIGRATIONS[version].split(";")):
                 conn.execute(statement)
             version += 1
             conn.execute("UPDATE meta SET value = ? WHERE key = 'schema_version'", (str(version),))
-            conn.execute("COMMIT")
-        except BaseException:
-            conn.execute("ROLLBACK")
-            raise
 
 
 def schema_problem(conn: sqlite3.Connection) -> str | None:

@@ -133,8 +133,7 @@ def reconcile(
     known = ix.file_rows(conn)
     report = ReconcileReport(scanned=len(disk))
     step = progress or (lambda done, total: None)
-    conn.execute("BEGIN IMMEDIATE")
-    try:
+    with ix.atomic(conn):
         for rel in sorted(known.keys() - disk.keys()):
             ix.drop_file(conn, rel)
             report.removed += 1
@@ -177,10 +176,6 @@ def reconcile(
         step(len(disk), len(disk))
         if report.reindexed >= max(BULK_REINDEX, len(disk) // 10):
             ix.optimize_search(conn)
-        conn.execute("COMMIT")
-    except BaseException:
-        conn.execute("ROLLBACK")
-        raise
     report.unparseable = conn.execute("SELECT count(*) FROM files WHERE error IS NOT NULL").fetchone()[0]
     report.seconds = round(time.perf_counter() - started, 6)
     return report
@@ -211,24 +206,21 @@ def reconcile_files(
         present.append(rel)
     known = ix.file_rows_at(conn, wanted)
     report = ReconcileReport()
-    conn.execute("BEGIN IMMEDIATE")
     try:
-        for rel in gone:  # removals first, as in the full pass: a rename must not look like a duplicate
-            if rel in known:
-                ix.drop_file(conn, rel)
-                report.removed += 1
-        for rel in present:
-            outcome = index_file(store, conn, dictionary, rel, known_sha=_sha(known.get(rel)))
-            report.hashed += outcome.hashed
-            report.reindexed += outcome.reindexed
-            report.removed += outcome.removed
-        if _has_duplicate_ids(conn):  # this pass made one: only the full pass's retry settles it
-            conn.execute("ROLLBACK")
-            return None
-        conn.execute("COMMIT")
-    except BaseException:
-        conn.execute("ROLLBACK")
-        raise
+        with ix.atomic(conn):
+            for rel in gone:  # removals first, as in the full pass: a rename must not look like a duplicate
+                if rel in known:
+                    ix.drop_file(conn, rel)
+                    report.removed += 1
+            for rel in present:
+                outcome = index_file(store, conn, dictionary, rel, known_sha=_sha(known.get(rel)))
+                report.hashed += outcome.hashed
+                report.reindexed += outcome.reindexed
+                report.removed += outcome.removed
+            if _has_duplicate_ids(conn):  # this pass made one: only the full pass's retry settles it
+                raise ix.Rollback
+    except ix.Rollback:
+        return None
     report.scanned = conn.execute("SELECT count(*) FROM files").fetchone()[0]
     report.unparseable = conn.execute("SELECT count(*) FROM files WHERE error IS NOT NULL").fetchone()[0]
     report.seconds = round(time.perf_counter() - started, 6)

@@ -296,13 +296,8 @@ class StoreSession:
         if not self.sources and self.conn.execute("SELECT 1 FROM doc_files LIMIT 1").fetchone() is None:
             self.last_documents = DocumentsReport()
             return
-        self.conn.execute("BEGIN IMMEDIATE")
-        try:
+        with ix.atomic(self.conn):
             self.last_documents = reconcile_documents(self.conn, self.sources, self.chunk_chars)
-            self.conn.execute("COMMIT")
-        except BaseException:
-            self.conn.execute("ROLLBACK")
-            raise
 
     def _load_dictionary(self) -> bool:
         """Reload dictionary.md when it changed; True when it did (every file is then re-read)."""
@@ -330,14 +325,9 @@ class StoreSession:
 
     def write_files(self, rels: list[str]) -> None:
         """Index files the service just wrote, so the next call does not see them as hand edits."""
-        self.conn.execute("BEGIN IMMEDIATE")
-        try:
+        with ix.atomic(self.conn):
             for rel in rels:
                 index_file(self.store, self.conn, self.dictionary, rel)
-            self.conn.execute("COMMIT")
-        except BaseException:
-            self.conn.execute("ROLLBACK")
-            raise
 
     def rebuild(
         self, progress: Callable[[int, int], None] | None = None

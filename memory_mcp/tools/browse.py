@@ -9,6 +9,7 @@ from ..domain.errors import InputError
 from ..domain.models import BrowseAnswer, EditableMemory, MemoryItem, StoreInfo
 from ..domain.vocabulary import MemoryType, State, Trust
 from ..index import db as ix
+from ..index import reads
 from ..search.planner import Filters
 from ..store.paths import STORE_NAME
 from ..store.scopes import GLOBAL, LOCAL, locate
@@ -45,8 +46,7 @@ def browse(
             include_deprecated=True,
         )
         where, params = others.sql()
-        sql = f"SELECT m.state, count(*) FROM memories m WHERE 1 = 1{where} GROUP BY 1"
-        counts = {r[0]: r[1] for r in s.conn.execute(sql, params)}
+        counts = reads.state_counts(s.conn, where, params)
         if mem_state is not None:
             where += " AND m.state = ?"
             params = [*params, mem_state.value]
@@ -69,7 +69,7 @@ def browse(
             items=items,
             total=counts.get(mem_state.value, 0) if mem_state else sum(counts.values()),
             state_counts=counts,
-            entities=[r[0] for r in s.conn.execute("SELECT DISTINCT entity FROM entities ORDER BY entity")],
+            entities=reads.entity_names(s.conn),
             index=s.index_report(report),
         )
 

@@ -21,6 +21,7 @@ from ..domain.text import clip
 if TYPE_CHECKING:
     from .state import ServiceState
 from ..index import db as ix
+from ..index import reads
 
 DEFAULT_BUDGET = 4096
 HANDOFF_CHARS = 1200
@@ -56,10 +57,8 @@ class ScopeContext:
 
 def current_handoff(conn: sqlite3.Connection) -> ix.IndexedMemory | None:
     """The active handoff (at most one per store; the newest if hand edits made more)."""
-    row = conn.execute(
-        "SELECT id FROM memories WHERE type = 'handoff' AND state = 'active' ORDER BY updated DESC, id LIMIT 1"
-    ).fetchone()
-    return ix.get_memory(conn, mem_id=row[0]) if row else None
+    handoff_id = reads.current_handoff_id(conn)
+    return ix.get_memory(conn, mem_id=handoff_id) if handoff_id else None
 
 
 def handoff_info(scope: str, mem: ix.IndexedMemory) -> HandoffInfo:
@@ -70,11 +69,7 @@ def reviews_due(conn: sqlite3.Connection, today: date | None = None) -> list[Rev
     """Active memories whose review_after date has come, oldest date first."""
     return [
         ReviewDue(id=r[0], title=r[1], path=r[2], review_after=r[3])
-        for r in conn.execute(
-            "SELECT id, title, path, review_after FROM memories WHERE state = 'active' "
-            "AND review_after IS NOT NULL AND review_after <= ? ORDER BY review_after",
-            ((today or date.today()).isoformat(),),
-        )
+        for r in reads.reviews_due(conn, (today or date.today()).isoformat())
     ]
 
 

@@ -7,6 +7,7 @@ from collections import defaultdict
 from ..canon import files as canon
 from ..domain.models import ExportAnswer
 from ..domain.vocabulary import MemoryType
+from ..index import reads
 from .state import ServiceState
 
 
@@ -22,11 +23,7 @@ def export(svc: ServiceState, scope: str | None = None, store: str | None = None
     count = 0
     with svc.scopes.open(scope, store) as opened:
         for o in opened:
-            rows = o.session.conn.execute(
-                "SELECT id, type, title, excerpt, updated FROM memories WHERE state = 'active' "
-                # ids break same-second ties: ULIDs sort by creation time, so this stays newest first
-                "ORDER BY updated DESC, created DESC, id DESC"
-            ).fetchall()
+            rows = reads.active_for_export(o.session.conn)
             if len(opened) > 1:
                 lines += ["", f"## {o.scope} ({o.session.store.root})"]
             by_type: dict[str, list] = defaultdict(list)

@@ -12,6 +12,7 @@ from ..domain.models import (
     ReadAnswer,
 )
 from ..index import db as ix
+from ..index import reads
 from ..store.documents import (
     display_path,
     indexed_document,
@@ -113,12 +114,7 @@ def _document_file(svc: ServiceState, opened: list[Opened], path: str) -> tuple[
 
 
 def _conflict_history(s: StoreSession, mem_id: str) -> list[ConflictHistoryEntry]:
-    rows = s.conn.execute(
-        "SELECT c.pair_hash, c.a_id, c.b_id, c.status, c.detected, c.resolution, c.resolved, c.note, m.title "
-        "FROM conflicts c LEFT JOIN memories m ON m.id = (CASE WHEN c.a_id = ? THEN c.b_id ELSE c.a_id END) "
-        "WHERE c.a_id = ? OR c.b_id = ? ORDER BY c.detected",
-        (mem_id, mem_id, mem_id),
-    )
+    rows = reads.conflict_history(s.conn, mem_id)
     return [
         ConflictHistoryEntry(
             pair_hash=r[0],

@@ -9,6 +9,7 @@ from ..domain.errors import InputError
 from ..domain.models import CollapsedResult, RecallAnswer, RecallResult
 from ..domain.vocabulary import RECALL_MODES, MemoryType, State, Trust
 from ..index import db as ix
+from ..index import reads
 from ..index import vectors as vector_table
 from ..search import semantic as sem
 from ..search.planner import DOCUMENTS, MEMORIES, Candidate, Filters, Plan, plan_and_fetch
@@ -226,11 +227,7 @@ def _dup_candidates(
     texts: dict[tuple[str, str], tuple[str, str, str]] = {}
     for scope, s in sessions.items():
         ids = [r.id for r in results if r.kind == "memory" and r.scope == scope]
-        for start in range(0, len(ids), 500):
-            chunk = ids[start : start + 500]
-            marks = ",".join("?" * len(chunk))
-            for row in s.conn.execute(f"SELECT id, title, body, norm_hash FROM memories WHERE id IN ({marks})", chunk):
-                texts[(scope, row[0])] = (row[1], row[2], row[3])
+        texts.update(((scope, mem_id), text) for mem_id, text in reads.texts_by_id(s.conn, ids).items())
     vecs: dict[tuple[str, str], bytes] = {}
     if with_vectors:
         for scope, s in sessions.items():

@@ -16,6 +16,7 @@ from ..domain.models import (
     stage_reporter,
 )
 from ..index import db as ix
+from ..index import reads
 from ..index import vectors as vector_table
 from ..search import semantic as sem
 from ..search.conflicts import (
@@ -50,7 +51,7 @@ def reindex(
             report, _ = s.rebuild(stage_reporter(progress, "index", o.scope))
             auto_closed += [c.model_copy(update={"scope": o.scope}) for c in _close_stale_conflicts(svc, s)]
             files += report.scanned
-            memories += s.conn.execute("SELECT count(*) FROM memories").fetchone()[0]
+            memories += reads.memory_count(s.conn)
             unparseable += [u.model_copy(update={"scope": o.scope}) for u in unparseable_files(s.conn)]
         answer = ReindexAnswer(
             store="+".join(o.session.store.name for o in opened),
@@ -157,7 +158,7 @@ def _verify(s: StoreSession) -> list[Mismatch]:
     files = ix.file_rows(conn)
     for rel in sorted(files.keys() - disk.keys()):
         out.append(Mismatch(path=rel, id=files[rel].memory_id, problem="indexed but the file is gone"))
-    indexed_paths = {r[0] for r in conn.execute("SELECT path FROM memories")}
+    indexed_paths = reads.memory_paths(conn)
     for rel in sorted(indexed_paths - disk.keys() - files.keys()):
         out.append(Mismatch(path=rel, id=None, problem="memory row without a file"))
     for rel in sorted(disk):
@@ -197,7 +198,7 @@ def _verify(s: StoreSession) -> list[Mismatch]:
         for key, value in expected.items():
             if getattr(got, key) != value:
                 out.append(Mismatch(path=rel, id=mem.id, problem=f"index field '{key}' differs from the file"))
-        fts = conn.execute("SELECT title, body FROM fts_word WHERE rowid = ?", (got.rowid,)).fetchone()
+        fts = reads.fts_word_row(conn, got.rowid)
         if fts is None or fts[0] != mem.title or fts[1] != mem.body:
             out.append(Mismatch(path=rel, id=mem.id, problem="full-text row differs from the file"))
     return out

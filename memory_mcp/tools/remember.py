@@ -13,6 +13,7 @@ from ..domain.errors import InputError, NotFoundError
 from ..domain.models import RememberAnswer
 from ..domain.vocabulary import MemoryType, State, Trust
 from ..index import db as ix
+from ..index import reads
 from ..search.conflicts import (
     find_neighbours,
 )
@@ -65,11 +66,11 @@ def remember(
         replaced_handoff = []
         if mem_type is MemoryType.HANDOFF:
             # at most one active handoff per store: the new one replaces the current one
-            for row in conn.execute("SELECT id FROM memories WHERE type = 'handoff' AND state = 'active'"):
-                if row[0] not in supersedes:
-                    supersedes.append(row[0])
-                    olds.append(ix.get_memory(conn, mem_id=row[0]))
-                    replaced_handoff.append(row[0])
+            for handoff_id in reads.active_handoff_ids(conn):
+                if handoff_id not in supersedes:
+                    supersedes.append(handoff_id)
+                    olds.append(ix.get_memory(conn, mem_id=handoff_id))
+                    replaced_handoff.append(handoff_id)
         entities = s.dictionary.normalise(entities)
         new_id = str(ULID())
         now = canon.now_iso()

@@ -12,6 +12,7 @@ from ..domain.models import (
     StatusAnswer,
 )
 from ..index import db as ix
+from ..index import reads
 from ..store.documents import (
     source_status,
 )
@@ -36,8 +37,8 @@ def status(svc: ServiceState, store: str | None = None, scope: str | None = None
     with s.transaction() as report:
         conn = s.conn
         by = {}
-        for col in ("state", "type", "trust"):
-            by[col] = {r[0]: r[1] for r in conn.execute(f"SELECT {col}, count(*) FROM memories GROUP BY {col}")}
+        for col in reads.COUNTED_COLUMNS:
+            by[col] = reads.counts_by(conn, col)
         # review dates are local calendar days
         review = reviews_due(conn, svc.clock().astimezone().date())
         handoff = current_handoff(conn)
@@ -73,15 +74,7 @@ def _compaction(svc: ServiceState, s: StoreSession) -> list[CompactionCandidate]
     """Active episodes neither updated (the file's `updated`) nor recalled (the index's last recall time)
     for `compaction.min_age_days`, grouped by a shared entity."""
     cutoff = canon.iso_utc(svc.clock() - timedelta(days=svc.limits.compaction_min_age_days))
-    rows = s.conn.execute(
-        """SELECT e.entity, m.id, m.title, m.created FROM memories m
-           JOIN entities e ON e.memory_rowid = m.rowid
-           LEFT JOIN heat h ON h.memory_id = m.id
-           WHERE m.type = 'episode' AND m.state = 'active' AND m.updated < ?
-             AND (h.last_recalled IS NULL OR h.last_recalled < ?) AND m.superseded_by = '[]'
-           ORDER BY e.entity, m.created""",
-        (cutoff, cutoff),
-    )
+    rows = reads.stale_episodes(s.conn, cutoff)
     groups: dict[str, list[tuple[str, str, str]]] = defaultdict(list)
     for entity, mid, title, created in rows:
         groups[entity].append((mid, title, created))

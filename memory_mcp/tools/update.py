@@ -12,6 +12,7 @@ from ..domain.lifecycle import check_editable, check_transition
 from ..domain.models import UpdateAnswer
 from ..domain.vocabulary import RESOLUTIONS, UPDATE_OP_FIELDS, UPDATE_OPS, MemoryType, State, Trust
 from ..index import db as ix
+from ..index import reads
 from ..store.scopes import locate, merged_report
 from ..store.session import StoreSession
 from .arguments import check_date, enum_arg
@@ -249,9 +250,7 @@ def _resolve(
         raise InputError("resolution: op=resolve_conflict needs `resolution`: keep_both, or supersede with `winner`")
     if resolution not in RESOLUTIONS:
         raise InputError(f"resolution: '{resolution}' is not one of {', '.join(RESOLUTIONS)}")
-    row = s.conn.execute(
-        "SELECT a_id, b_id, recorded_in, status FROM conflicts WHERE pair_hash = ?", (pair,)
-    ).fetchone()
+    row = reads.conflict_pair(s.conn, pair)
     if row is None or mem.id not in (row[0], row[1]):
         raise NotFoundError(f"pair_hash: no conflict '{pair}' involving '{mem.id}'")
     if row[3] == "resolved":
