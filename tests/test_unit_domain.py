@@ -6,6 +6,7 @@ Expectations are written out from the state machine in the issue and architectur
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from datetime import UTC, datetime, timedelta
 
 import pytest
@@ -47,22 +48,27 @@ def test_transition(current: State, target: State, reason: str | None, outcome: 
             check_transition(current, target, reason)
 
 
-@pytest.mark.parametrize(("current", "purgeable"), [(A, False), (R, True), (D, True)])
-def test_purge_only_after_archive_or_deprecate(current: State, purgeable: bool) -> None:
-    if purgeable:
-        check_purge(current)
-    else:
-        with pytest.raises(TransitionError, match="archived or deprecated first"):
-            check_purge(current)
+# (rule, state, allowed, what the refusal says)
+STATE_RULES = [
+    (check_purge, A, False, "archived or deprecated first"),
+    (check_purge, R, True, None),
+    (check_purge, D, True, None),
+    (check_editable, A, True, None),
+    (check_editable, R, True, None),
+    (check_editable, D, False, "reactivate it first"),
+]
 
 
-@pytest.mark.parametrize(("current", "editable"), [(A, True), (R, True), (D, False)])
-def test_only_a_deprecated_memory_is_not_editable(current: State, editable: bool) -> None:
-    if editable:
-        check_editable(current)
+@pytest.mark.parametrize(("rule", "current", "allowed", "refusal"), STATE_RULES)
+def test_purge_and_edit_rules(
+    rule: Callable[[State], None], current: State, allowed: bool, refusal: str | None
+) -> None:
+    """Purge only after archive or deprecate; every state but deprecated is editable."""
+    if allowed:
+        rule(current)
     else:
-        with pytest.raises(TransitionError, match="reactivate it first"):
-            check_editable(current)
+        with pytest.raises(TransitionError, match=refusal):
+            rule(current)
 
 
 NOW = datetime(2026, 6, 1, tzinfo=UTC)
