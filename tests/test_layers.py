@@ -121,7 +121,6 @@ SQL_CALLS = {"execute", "executemany", "executescript"}
 SQL_OUTSIDE_INDEX = {
     "search/conflicts.py",
     "search/planner.py",
-    "store/documents.py",
     "store/reconcile.py",
     "store/session.py",
 }

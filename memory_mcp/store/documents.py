@@ -24,6 +24,7 @@ from ..canon import files as canon
 from ..config import DocumentSource
 from ..domain.models import DocumentsReport, SkippedDocument, SourceStatus, first_paragraph
 from ..domain.text import Term, fold
+from ..index import documents as doc_table
 
 _HEADING = re.compile(r"^#{1,3}\s+(\S.*?)\s*#*\s*$")
 _FENCE = re.compile(r"^\s*(```|~~~)")
@@ -136,15 +137,14 @@ def reconcile_documents(
     """Runs inside the caller's transaction (the home store's lock is held)."""
     started = time.perf_counter()
     report = DocumentsReport()
-    known = {r[0]: r for r in conn.execute("SELECT path, label, mtime_ns, size, sha256, skipped FROM doc_files")}
+    known = doc_table.doc_file_rows(conn)
     seen: dict[str, tuple[str, int, int, int]] = {}
     for source in sources:
         for path, (mtime, size) in scan_source(source).items():
             seen.setdefault(path, (source.label, mtime, size, source.max_file_bytes))
     report.scanned = len(seen)
     for path in sorted(known.keys() - seen.keys()):
-        conn.execute("DELETE FROM doc_files WHERE path = ?", (path,))
-        _drop_chunks(conn, path)
+        doc_table.drop_doc_file(conn, path)
         report.removed += 1
     for path in sorted(seen):
         label, mtime, size, max_bytes = seen[path]
@@ -152,45 +152,33 @@ def reconcile_documents(
         if row is not None and row[1] == label and row[2] == mtime and row[3] == size:
             continue
         if size > max_bytes:
-            _record(conn, path, label, mtime, size, "", f"larger than {max_bytes} bytes")
-            _drop_chunks(conn, path)
+            doc_table.record_doc_file(conn, path, label, mtime, size, "", f"larger than {max_bytes} bytes")
+            doc_table.drop_chunks(conn, path)
             continue
         try:
             data = _read_no_follow(path)
         except OSError as exc:
-            _record(conn, path, label, mtime, size, "", f"cannot read: {exc.strerror}")
-            _drop_chunks(conn, path)
+            doc_table.record_doc_file(conn, path, label, mtime, size, "", f"cannot read: {exc.strerror}")
+            doc_table.drop_chunks(conn, path)
             continue
         report.hashed += 1
         sha = canon.sha256_bytes(data)
         gate_mtime = 0 if time.time_ns() - mtime < 50_000_000 else mtime  # racy entry: re-hash next time
         if row is not None and row[4] == sha and row[1] == label and not row[5]:
-            conn.execute("UPDATE doc_files SET mtime_ns = ?, size = ? WHERE path = ?", (gate_mtime, size, path))
+            doc_table.touch_doc_file(conn, path, gate_mtime, size)
             continue
         try:
             text = canon.decode(data)
         except canon.CanonError as exc:
-            _record(conn, path, label, gate_mtime, size, sha, str(exc))
-            _drop_chunks(conn, path)
+            doc_table.record_doc_file(conn, path, label, gate_mtime, size, sha, str(exc))
+            doc_table.drop_chunks(conn, path)
             continue
-        _drop_chunks(conn, path)
+        doc_table.drop_chunks(conn, path)
         for c in chunk_text(text, Path(path).name, chunk_chars):
-            cur = conn.execute(
-                "INSERT INTO doc_chunks (path, label, title, body, entities, start_line, end_line, updated) "
-                "VALUES (?,?,?,?,?,?,?,?)",
-                (path, label, c.heading, c.text, label, c.start_line, c.end_line, _iso(mtime)),
-            )
-            for table in ("fts_doc_word", "fts_doc_tri"):
-                conn.execute(
-                    f"INSERT INTO {table} (rowid, title, entities, body) VALUES (?,?,?,?)",
-                    (cur.lastrowid, c.heading, label, c.text),
-                )
-        _record(conn, path, label, gate_mtime, size, sha, None)
+            doc_table.put_chunk(conn, path, label, c.heading, c.text, c.start_line, c.end_line, _iso(mtime))
+        doc_table.record_doc_file(conn, path, label, gate_mtime, size, sha, None)
         report.reindexed += 1
-    report.skipped = [
-        SkippedDocument(path=r[0], reason=r[1])
-        for r in conn.execute("SELECT path, skipped FROM doc_files WHERE skipped IS NOT NULL ORDER BY path")
-    ]
+    report.skipped = [SkippedDocument(path=path, reason=why) for path, why in doc_table.skipped_documents(conn)]
     report.seconds = round(time.perf_counter() - started, 6)
     return report
 
@@ -204,24 +192,6 @@ def _read_no_follow(path: str) -> bytes:
         return fh.read()
 
 
-def _record(
-    conn: sqlite3.Connection, path: str, label: str, mtime: int, size: int, sha: str, skipped: str | None
-) -> None:
-    conn.execute(
-        "INSERT OR REPLACE INTO doc_files (path, label, mtime_ns, size, sha256, skipped, indexed_at) "
-        "VALUES (?,?,?,?,?,?,?)",
-        (path, label, mtime, size, sha, skipped, canon.now_iso()),
-    )
-
-
-def _drop_chunks(conn: sqlite3.Connection, path: str) -> None:
-    rowids = [r[0] for r in conn.execute("SELECT rowid FROM doc_chunks WHERE path = ?", (path,))]
-    for rowid in rowids:
-        conn.execute("DELETE FROM fts_doc_word WHERE rowid = ?", (rowid,))
-        conn.execute("DELETE FROM fts_doc_tri WHERE rowid = ?", (rowid,))
-    conn.execute("DELETE FROM doc_chunks WHERE path = ?", (path,))
-
-
 def _iso(ns: int) -> str:
     return time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime(ns / 1e9))
 
@@ -229,11 +199,7 @@ def _iso(ns: int) -> str:
 def source_status(conn: sqlite3.Connection, sources: Sequence[DocumentSource]) -> list[SourceStatus]:
     out = []
     for source in sources:
-        row = conn.execute(
-            "SELECT count(*), coalesce(sum(size), 0), max(indexed_at), "
-            "sum(CASE WHEN skipped IS NOT NULL THEN 1 ELSE 0 END) FROM doc_files WHERE label = ?",
-            (source.label,),
-        ).fetchone()
+        row = doc_table.source_totals(conn, source.label)
         out.append(
             SourceStatus(
                 label=source.label,
@@ -249,8 +215,7 @@ def source_status(conn: sqlite3.Connection, sources: Sequence[DocumentSource]) -
 
 def indexed_document(conn: sqlite3.Connection, path: Path) -> str | None:
     """The indexed (not skipped) document at this absolute path, or None: only these may be read."""
-    row = conn.execute("SELECT label FROM doc_files WHERE path = ? AND skipped IS NULL", (str(path),)).fetchone()
-    return row[0] if row else None
+    return doc_table.indexed_label(conn, str(path))
 
 
 @dataclass
@@ -297,16 +262,7 @@ def cited_line(terms: Sequence[Term], chunk: ChunkRow) -> int | None:
 
 
 def chunks_by_rowid(conn: sqlite3.Connection, rowids: list[int]) -> dict[int, ChunkRow]:
-    out: dict[int, ChunkRow] = {}
-    for start in range(0, len(rowids), 500):
-        part = rowids[start : start + 500]
-        sql = (
-            "SELECT rowid, path, label, title, body, start_line, end_line, updated FROM doc_chunks "
-            f"WHERE rowid IN ({','.join('?' * len(part))})"
-        )
-        for r in conn.execute(sql, part):
-            out[r[0]] = ChunkRow(*r)
-    return out
+    return {r[0]: ChunkRow(*r) for r in doc_table.chunk_rows(conn, rowids)}
 
 
 def display_path(path: Path, project_root: Path | None) -> str:
