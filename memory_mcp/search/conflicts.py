@@ -30,6 +30,7 @@ from functools import lru_cache
 from ..domain.models import ConflictCandidate, RelatedMemory
 from ..domain.text import Term, fold, stem
 from ..domain.vocabulary import Trust
+from ..index import conflicts as conflict_table
 from ..index import db as ix
 from .planner import STOPWORDS, terms_of
 
@@ -411,15 +412,7 @@ def statement_of(mem: ix.IndexedMemory) -> Statement:
 
 
 def _broad_entities(conn: sqlite3.Connection, entities: list[str]) -> frozenset[str]:
-    if not entities:
-        return frozenset()
-    marks = ",".join("?" * len(entities))
-    rows = conn.execute(
-        f"SELECT e.entity FROM entities e JOIN memories m ON m.rowid = e.memory_rowid "
-        f"WHERE e.entity IN ({marks}) AND m.state = 'active' GROUP BY e.entity HAVING count(*) >= ?",
-        [*entities, BROAD_ENTITY],
-    )
-    return frozenset(r[0] for r in rows)
+    return conflict_table.broad_entities(conn, entities, BROAD_ENTITY)
 
 
 @dataclass
@@ -447,31 +440,16 @@ def find_neighbours(
     """Active same-type memories sharing an entity or words, split into conflicts and related; recorded pairs skipped."""
     rowids: set[int] = set()
     if entities:
-        marks = ",".join("?" * len(entities))
-        rowids |= {
-            r[0]
-            for r in conn.execute(
-                f"SELECT e.memory_rowid FROM entities e JOIN memories m ON m.rowid = e.memory_rowid "
-                f"WHERE e.entity IN ({marks}) AND m.type = ? AND m.state = 'active'",
-                [*entities, mem_type],
-            )
-        }
+        rowids |= conflict_table.rowids_sharing_an_entity(conn, entities, mem_type)
     words = sorted(_token_set(f"{title} {body}"))[:64]
     if words:
         # stems as prefixes: the index holds "회의록은", the stem is "회의록"
         expr = " OR ".join('"' + w.replace('"', '""') + '"*' for w in words)
-        rowids |= {
-            r[0]
-            for r in conn.execute(
-                "SELECT f.rowid FROM fts_word f JOIN memories m ON m.rowid = f.rowid "
-                "WHERE fts_word MATCH ? AND m.type = ? AND m.state = 'active' ORDER BY rank LIMIT 20",
-                (expr, mem_type),
-            )
-        }
+        rowids |= conflict_table.rowids_matching_words(conn, expr, mem_type)
     new = Statement(title=title, body=body, entities=tuple(entities), type=mem_type)
     broad = _broad_entities(conn, entities)
     found = Neighbours()
-    recorded = {r[0] for r in conn.execute("SELECT pair_hash FROM conflicts")}
+    recorded = conflict_table.recorded_pairs(conn)
     for mem in ix.memories_by_rowid(conn, sorted(rowids)).values():
         if mem.id == new_id or ix.pair_hash(mem.id, new_id) in recorded:
             continue
@@ -530,9 +508,7 @@ def stale_open_pairs(conn: sqlite3.Connection, near_text: float = NEAR_TEXT_SIMI
     `memory_remember` records it). Pairs added later by hand or by another tool are a person's word
     and are never re-judged; resolved pairs are never touched.
     """
-    rows = conn.execute(
-        "SELECT pair_hash, a_id, b_id, recorded_in, detected FROM conflicts WHERE status = 'open' ORDER BY pair_hash"
-    ).fetchall()
+    rows = conflict_table.open_pairs(conn)
     stale = []
     for pair, a_id, b_id, holder_id, detected in rows:
         holder = ix.get_memory(conn, mem_id=holder_id)
