@@ -30,7 +30,7 @@ from typing import Any
 
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
-from memory_mcp.service import MemoryService  # noqa: E402
+from memory_mcp.tools.service import MemoryService  # noqa: E402
 
 HERE = Path(__file__).resolve().parent
 SETS = {"dev": HERE / "conflict_cases.jsonl", "held-out": HERE / "conflict_cases_heldout.jsonl"}

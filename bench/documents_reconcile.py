@@ -42,7 +42,7 @@ from pathlib import Path
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
 from memory_mcp.config import load_settings  # noqa: E402
-from memory_mcp.service import MemoryService  # noqa: E402
+from memory_mcp.tools.service import MemoryService  # noqa: E402
 
 UPSTREAM = {"files": 530, "no_change": 0.31, "one_changed": 3.8}
 QUERY = "deploy rollback checklist"

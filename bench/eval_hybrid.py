@@ -37,9 +37,9 @@ from pathlib import Path
 REPO = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(REPO))
 
-from memory_mcp import canon  # noqa: E402
-from memory_mcp import semantic as sem  # noqa: E402
-from memory_mcp.service import MemoryService  # noqa: E402
+from memory_mcp.canon import files as canon  # noqa: E402
+from memory_mcp.search import semantic as sem  # noqa: E402
+from memory_mcp.tools.service import MemoryService  # noqa: E402
 
 DEFAULT_BENCH = REPO.parent / "shared" / "bench"
 DEPTH = 20  # memory_recall's largest limit

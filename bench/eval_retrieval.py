@@ -118,7 +118,7 @@ def memory_id_for(corpus_id: str, taken: set[str]) -> str:
 
 def write_stores(corpus: list[dict], stores_dir: Path, titles: bool) -> tuple[list[str], dict[str, str]]:
     """One canon file per memory; returns the store names (first = base store) and memory id -> corpus id."""
-    from memory_mcp import canon
+    from memory_mcp.canon import files as canon
 
     id_map: dict[str, str] = {}
     taken: set[str] = set()
@@ -149,7 +149,7 @@ def write_stores(corpus: list[dict], stores_dir: Path, titles: bool) -> tuple[li
 def run_memory_mcp(
     corpus_path: Path, queries_path: Path, work: Path, name: str, titles: bool
 ) -> tuple[SystemRun, dict[str, float]]:
-    from memory_mcp.service import MemoryService
+    from memory_mcp.tools.service import MemoryService
 
     corpus = read_jsonl(corpus_path)
     queries = read_jsonl(queries_path)

@@ -45,7 +45,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING
 
 if TYPE_CHECKING:
-    from memory_mcp.session import StoreSession
+    from memory_mcp.store.session import StoreSession
 
 EN = """account address agent alert answer api apple archive backup bank battery billing birthday book branch
 bridge budget bug build cache calendar camera car card cat chart city client cloud coffee config contract cost
@@ -159,7 +159,7 @@ def time_unchanged_calls(session: StoreSession, n: int) -> tuple[list[float], li
 
 
 def measure(root: Path, n_queries: int) -> dict:
-    from memory_mcp.service import MemoryService
+    from memory_mcp.tools.service import MemoryService
 
     service = MemoryService(root)
     session = service.session()

@@ -36,8 +36,8 @@ from pydantic import (
     ValidationInfo,
 )
 
-from .errors import MemoryMcpError
-from .ranking import RankingConstants
+from .domain.errors import MemoryMcpError
+from .domain.ranking import RankingConstants
 
 ENV_PREFIX = "MEMORY_MCP_"
 # Older single-purpose variables that keep working; each names the setting it stands for.
@@ -64,7 +64,7 @@ def _relative_inside(value: str) -> str:
 
 
 def _loopback(value: str) -> str:
-    from .semantic import check_loopback_url  # semantic is imported only when a value needs it
+    from .domain.loopback import check_loopback_url  # semantic is imported only when a value needs it
 
     check_loopback_url(value)
     return value

@@ -20,8 +20,8 @@ from typing import Any
 import mcp
 from ruamel.yaml import YAML
 
-from memory_mcp.server import build_server
-from memory_mcp.service import MemoryService
+from memory_mcp.edges.server import build_server
+from memory_mcp.tools.service import MemoryService
 
 REPO = Path(__file__).resolve().parent.parent
 EXAMPLE_STORE = REPO / "example_store"

@@ -16,7 +16,7 @@ import sys
 from dataclasses import dataclass
 from pathlib import Path
 
-from memory_mcp import canon
+from memory_mcp.canon import files as canon
 
 from .helpers import REPO, server_env
 

@@ -19,8 +19,8 @@ import sys
 from collections.abc import Callable
 from pathlib import Path
 
-from memory_mcp.errors import MemoryMcpError
-from memory_mcp.service import MemoryService
+from memory_mcp.domain.errors import MemoryMcpError
+from memory_mcp.tools.service import MemoryService
 
 WORDS = (
     "backup restore index ledger replica shard quota cache schema deploy rollout tenant billing invoice "

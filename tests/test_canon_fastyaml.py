@@ -15,7 +15,8 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from memory_mcp import canon, fastyaml
+from memory_mcp.canon import fastyaml
+from memory_mcp.canon import files as canon
 
 pytestmark = pytest.mark.skipif(not fastyaml.available(), reason="PyYAML without libyaml")
 

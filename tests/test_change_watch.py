@@ -12,7 +12,7 @@ from pathlib import Path
 
 import pytest
 
-from memory_mcp.watch import CanonWatch, filesystem_type
+from memory_mcp.store.watch import CanonWatch, filesystem_type
 
 from .helpers import Tools, hand_memory, reconcile_of, settle, tamper, write_file
 
@@ -151,7 +151,7 @@ def test_filesystems_that_may_miss_changes_turn_the_watch_off(tmp_path: Path) ->
 
 def test_the_setting_turns_the_watch_off_and_every_call_scans(tmp_path: Path) -> None:
     from memory_mcp.config import load_settings
-    from memory_mcp.service import MemoryService
+    from memory_mcp.tools.service import MemoryService
 
     settings = load_settings(env={}, overrides=["index.change_watch=false"], user_config=tmp_path / "none.toml")
     service = MemoryService.from_settings(settings, store=tmp_path / "store")

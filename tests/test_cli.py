@@ -11,7 +11,7 @@ from pathlib import Path
 
 import pytest
 
-from memory_mcp import cli
+from memory_mcp.edges import cli
 
 from .helpers import reconcile_of, server_env, settle, stdio_tools, tamper
 

@@ -12,7 +12,8 @@ from pathlib import Path
 
 import pytest
 
-from memory_mcp.service import Limits, MemoryService
+from memory_mcp.tools.limits import Limits
+from memory_mcp.tools.service import MemoryService
 
 from .helpers import Tools, write_file
 

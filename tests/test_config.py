@@ -14,7 +14,6 @@ from typing import Any
 
 import pytest
 
-from memory_mcp import conflicts, ranking, service
 from memory_mcp.config import (
     SETTINGS,
     ConfigError,
@@ -23,7 +22,10 @@ from memory_mcp.config import (
     load_settings,
     parse_value,
 )
-from memory_mcp.errors import MemoryMcpError
+from memory_mcp.domain import ranking
+from memory_mcp.domain.errors import MemoryMcpError
+from memory_mcp.search import conflicts
+from memory_mcp.tools import limits as service  # the defaults the settings override
 
 KEY = "ranking.freshness_max"
 ENV_KEY = "MEMORY_MCP_RANKING__FRESHNESS_MAX"

@@ -14,7 +14,7 @@ from pathlib import Path
 
 import pytest
 
-from memory_mcp.conflicts import (
+from memory_mcp.search.conflicts import (
     Statement,
     assess,
     content_words,

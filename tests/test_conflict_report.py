@@ -4,8 +4,8 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from memory_mcp.service import MemoryService
-from memory_mcp.session import REPORTED_CONFLICTS
+from memory_mcp.store.session import REPORTED_CONFLICTS
+from memory_mcp.tools.service import MemoryService
 
 
 def test_answers_cap_the_conflict_list_and_give_the_total(tmp_path: Path) -> None:

@@ -21,10 +21,10 @@ import mcp
 import pytest
 from starlette.testclient import TestClient
 
-from memory_mcp.errors import ContainmentError
-from memory_mcp.service import MemoryService
-from memory_mcp.store import Store
-from memory_mcp.web import WebView
+from memory_mcp.domain.errors import ContainmentError
+from memory_mcp.edges.web import WebView
+from memory_mcp.store.paths import Store
+from memory_mcp.tools.service import MemoryService
 
 from .helpers import REPO, Tools, hand_memory, server_env, settle, write_file
 

@@ -11,8 +11,8 @@ from pathlib import Path
 import mcp
 import pytest
 
-from memory_mcp.server import build_server
-from memory_mcp.service import MemoryService
+from memory_mcp.edges.server import build_server
+from memory_mcp.tools.service import MemoryService
 
 from .helpers import Tools, frontmatter, hand_memory, settle, write_file
 

@@ -40,7 +40,7 @@ def _requirement_names(specs: list[str]) -> set[str]:
 
 def test_the_wheel_holds_every_module_the_script_and_the_dependencies(wheel: Path) -> None:
     names = set(zipfile.ZipFile(wheel).namelist())
-    modules = {f"memory_mcp/{p.name}" for p in (REPO / "memory_mcp").glob("*.py")}
+    modules = {p.relative_to(REPO).as_posix() for p in (REPO / "memory_mcp").rglob("*.py")}
     assert modules <= names, modules - names
     # package data (none today: the browser view renders its HTML and CSS inline) would be missed silently
     data = {p.relative_to(REPO).as_posix() for p in (REPO / "memory_mcp").rglob("*") if p.is_file()}
@@ -59,7 +59,7 @@ def test_the_wheel_holds_every_module_the_script_and_the_dependencies(wheel: Pat
     )
     assert _requirement_names(project["dependencies"]) == required
     entry = zipfile.ZipFile(wheel).read(info.replace("METADATA", "entry_points.txt")).decode()
-    assert re.search(r"^memory-mcp = memory_mcp\.cli:main$", entry, re.M), entry
+    assert re.search(r"^memory-mcp = memory_mcp\.edges\.cli:main$", entry, re.M), entry
 
 
 def test_the_wheel_runs_without_the_clone(wheel: Path, tmp_path: Path) -> None:
@@ -78,7 +78,7 @@ def test_the_wheel_runs_without_the_clone(wheel: Path, tmp_path: Path) -> None:
         )
 
     where = subprocess.run(
-        [sys.executable, "-c", "import memory_mcp.web, memory_mcp.server; print(memory_mcp.__file__)"],
+        [sys.executable, "-c", "import memory_mcp.edges.web, memory_mcp.edges.server; print(memory_mcp.__file__)"],
         capture_output=True, text=True, env=env, cwd=tmp_path, timeout=60,
     )  # fmt: skip
     assert where.returncode == 0 and where.stdout.startswith(str(wheel)), where.stdout + where.stderr

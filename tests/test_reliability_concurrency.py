@@ -25,9 +25,9 @@ from pathlib import Path
 import anyio
 import pytest
 
-from memory_mcp.errors import StoreAccessError
-from memory_mcp.service import MemoryService
-from memory_mcp.storelock import StoreLock
+from memory_mcp.domain.errors import StoreAccessError
+from memory_mcp.store.lock import StoreLock
+from memory_mcp.tools.service import MemoryService
 
 from .helpers import REPO, Tools, hand_memory, stdio_tools
 from .reliability_support import read_canon, verify_clean
@@ -298,7 +298,7 @@ def test_store_lock_busy_is_a_clear_error_and_a_killed_holder_frees_it(tmp_path:
             "-c",
             "import sys, time\n"
             "from pathlib import Path\n"
-            "from memory_mcp.storelock import StoreLock\n"
+            "from memory_mcp.store.lock import StoreLock\n"
             "lock = StoreLock(Path(sys.argv[1]), Path(sys.argv[2]))\n"
             "lock.acquire()\n"
             "print('held', flush=True)\n"

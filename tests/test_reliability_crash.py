@@ -23,7 +23,7 @@ from pathlib import Path
 
 import pytest
 
-from memory_mcp.service import MemoryService
+from memory_mcp.tools.service import MemoryService
 
 from . import reliability_writer
 from .reliability_support import read_canon, verify_clean
@@ -135,7 +135,7 @@ def _crash_loop(root: Path, kills: int, seed: int) -> tuple[Truth, Figures]:
     # forkserver: each writer is forked from a clean, single-threaded process that already imported the
     # service, so a kill can come 0-250 ms after it is ready instead of after a second of imports
     ctx = multiprocessing.get_context("forkserver")
-    ctx.set_forkserver_preload(["memory_mcp.service", "tests.reliability_writer"])
+    ctx.set_forkserver_preload(["memory_mcp.tools.service", "tests.reliability_writer"])
     for run in range(kills):
         ack = root.parent / f"acks-{run}.jsonl"
         args = (str(root), seed * 1000 + run, json.dumps(truth.on_disk), str(ack))

@@ -25,8 +25,8 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from memory_mcp import canon
-from memory_mcp.service import (
+from memory_mcp.canon import files as canon
+from memory_mcp.tools.limits import (
     MAX_BODY,
     MAX_ENTITIES,
     MAX_ENTITY_LEN,
@@ -35,8 +35,8 @@ from memory_mcp.service import (
     MAX_SOURCE,
     MAX_TITLE,
     RECALL_LIMIT,
-    MemoryService,
 )
+from memory_mcp.tools.service import MemoryService
 
 from .helpers import Tools, hand_memory, reconcile_of, stdio_tools, write_file
 

@@ -21,7 +21,7 @@ import anyio
 import mcp
 import pytest
 
-from memory_mcp.storelock import StoreLock
+from memory_mcp.store.lock import StoreLock
 
 from .helpers import REPO, Tools, db_path, hand_memory, reconcile_of, server_env, stdio_tools, write_file
 from .reliability_support import as_unprivileged, cli, unprivileged_works, verify_clean

@@ -18,7 +18,7 @@ from pathlib import Path
 import mcp
 import pytest
 
-from memory_mcp.service import MemoryService
+from memory_mcp.tools.service import MemoryService
 
 from .helpers import Tools, frontmatter, server_env
 

@@ -25,10 +25,11 @@ from typing import Any
 import mcp
 import pytest
 
-from memory_mcp import semantic as sem
 from memory_mcp.config import ConfigError, load_settings
-from memory_mcp.server import build_server
-from memory_mcp.service import MemoryService
+from memory_mcp.edges.server import build_server
+from memory_mcp.index import vectors as vector_table
+from memory_mcp.search import semantic as sem
+from memory_mcp.tools.service import MemoryService
 
 from .helpers import hand_memory, settle, write_file
 
@@ -90,10 +91,12 @@ def test_rrf_sums_reciprocal_ranks_with_k() -> None:
 
 
 def test_packed_vectors_are_normalised_float32() -> None:
-    blob = sem.pack([3.0, 4.0])
+    blob = vector_table.pack([3.0, 4.0])
     assert len(blob) == 8
-    assert list(sem.unpack(blob)) == pytest.approx([0.6, 0.8])
-    assert sem.cosine(sem.pack([1, 0]), sem.pack([1, 1])) == pytest.approx(1 / math.sqrt(2), rel=1e-6)
+    assert list(vector_table.unpack(blob)) == pytest.approx([0.6, 0.8])
+    assert vector_table.cosine(vector_table.pack([1, 0]), vector_table.pack([1, 1])) == pytest.approx(
+        1 / math.sqrt(2), rel=1e-6
+    )
 
 
 def test_cosine_rank_without_numpy_matches_numpy(monkeypatch: pytest.MonkeyPatch) -> None:
@@ -107,11 +110,11 @@ def test_cosine_rank_without_numpy_matches_numpy(monkeypatch: pytest.MonkeyPatch
     }
     for n, (mem_id, text) in enumerate(texts.items(), 1):
         conn.execute("INSERT INTO memories VALUES (?,?,?,?)", (n, mem_id, "active", f"h{n}"))
-        sem.store_vectors(conn, "fake", [(f"h{n}", bag_of_words(text))])
+        vector_table.store_vectors(conn, "fake", [(f"h{n}", bag_of_words(text))])
     q = bag_of_words("car")
-    first = sem.cosine_rank(conn, "fake", q)
+    first = vector_table.cosine_rank(conn, "fake", q)
     monkeypatch.setitem(sys.modules, "numpy", None)  # `import numpy` now fails: the plain-Python path
-    second = sem.cosine_rank(conn, "fake", q)
+    second = vector_table.cosine_rank(conn, "fake", q)
     assert [(r, i) for r, i, _, _ in first] == [(r, i) for r, i, _, _ in second]
     assert [c for _, _, c, _ in first] == pytest.approx([c for _, _, c, _ in second], rel=1e-5)
     assert {i for _, i, _, _ in first} == {"a", "b", "d"}  # pasta shares nothing with "car": not ranked

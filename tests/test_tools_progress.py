@@ -8,9 +8,9 @@ from pathlib import Path
 import mcp
 import pytest
 
-from memory_mcp import semantic as sem
-from memory_mcp.server import build_server
-from memory_mcp.service import MemoryService
+from memory_mcp.edges.server import build_server
+from memory_mcp.search import semantic as sem
+from memory_mcp.tools.service import MemoryService
 
 from .helpers import REPO, hand_memory, server_env, settle, write_file
 from .test_semantic import FakeProvider

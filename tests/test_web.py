@@ -19,9 +19,9 @@ from pathlib import Path
 import pytest
 from starlette.testclient import TestClient
 
-from memory_mcp.canon import read_frontmatter
-from memory_mcp.service import MemoryService
-from memory_mcp.web import DONE, TOKEN_FIELD, TOKEN_HEADER, WebView, make_server
+from memory_mcp.canon.files import read_frontmatter
+from memory_mcp.edges.web import DONE, TOKEN_FIELD, TOKEN_HEADER, WebView, make_server
+from memory_mcp.tools.service import MemoryService
 
 from .helpers import EXAMPLE_STORE, REPO, server_env
 
@@ -492,7 +492,7 @@ def test_post_needs_the_page_token(client: TestClient, example: Path, view: WebV
 
 
 def test_oversized_forms_and_silly_numbers_are_refused_cleanly(client: TestClient, example: Path) -> None:
-    from memory_mcp.web import MAX_FORM_BYTES
+    from memory_mcp.edges.web import MAX_FORM_BYTES
 
     mem_id, path = pick(example, "active")
     _, form = edit_form(client, mem_id)
@@ -537,7 +537,7 @@ def test_ui_refuses_a_port_that_is_not_one(example: Path, port: str) -> None:
 
 
 def test_ui_port_in_use_is_a_clear_error(service: MemoryService) -> None:
-    from memory_mcp.errors import InputError
+    from memory_mcp.domain.errors import InputError
 
     ui = make_server(service, 0)
     try:

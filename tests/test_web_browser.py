@@ -15,9 +15,9 @@ from pathlib import Path
 
 import pytest
 
-from memory_mcp.canon import read_frontmatter
-from memory_mcp.service import MemoryService
-from memory_mcp.web import UiServer, make_server
+from memory_mcp.canon.files import read_frontmatter
+from memory_mcp.edges.web import UiServer, make_server
+from memory_mcp.tools.service import MemoryService
 
 from .helpers import EXAMPLE_STORE
 

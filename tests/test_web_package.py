@@ -19,13 +19,13 @@ from pathlib import Path
 import pytest
 from starlette.testclient import TestClient
 
-from memory_mcp.service import MemoryService
-from memory_mcp.web import WebView
-from memory_mcp.web.render import ENV
+from memory_mcp.edges.web import WebView
+from memory_mcp.edges.web.render import ENV
+from memory_mcp.tools.service import MemoryService
 
 from .helpers import EXAMPLE_STORE, REPO
 
-PACKAGE = REPO / "memory_mcp" / "web"
+PACKAGE = REPO / "memory_mcp" / "edges" / "web"
 PORT = 5097
 ORIGIN = f"http://127.0.0.1:{PORT}"
 TAG = re.compile(r"</?[A-Za-z!][^<>]*>")
@@ -78,7 +78,7 @@ def test_assets_are_served_as_their_files_behind_the_guard(client: TestClient) -
 
 def test_templates_and_assets_are_package_data() -> None:
     config = tomllib.loads((REPO / "pyproject.toml").read_text(encoding="utf-8"))
-    patterns = config["tool"]["setuptools"]["package-data"]["memory_mcp.web"]
+    patterns = config["tool"]["setuptools"]["package-data"]["memory_mcp.edges.web"]
     files = [p.relative_to(PACKAGE).as_posix() for d in ("templates", "static") for p in (PACKAGE / d).rglob("*")]
     files = [f for f in files if (PACKAGE / f).is_file()]
     assert files

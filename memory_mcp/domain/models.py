@@ -1,0 +1,495 @@
+"""Records exchanged across module borders: the memory itself and every answer the service gives.
+
+The service returns these pydantic models; the MCP edge hands them straight to the SDK as structured
+output and the CLI prints them as JSON, so one definition serves every surface.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from typing import Any
+
+from pydantic import BaseModel, Field
+
+from .vocabulary import MemoryType, State, Trust
+
+
+@dataclass
+class ConflictRecord:
+    """One conflict pair as recorded in the newer memory's frontmatter (`conflicts:`)."""
+
+    other_id: str
+    status: str  # "open" | "resolved"
+    detected: str
+    resolution: str | None = None
+    resolved: str | None = None
+    note: str | None = None
+
+
+@dataclass
+class Memory:
+    """A parsed canon file. `body_line` is the 1-based file line where the body starts."""
+
+    id: str
+    type: MemoryType
+    state: State
+    trust: Trust
+    title: str
+    body: str
+    entities: list[str]
+    source: str
+    created: str
+    updated: str
+    review_after: str | None
+    supersedes: list[str]
+    superseded_by: list[str]
+    related: list[str] = field(default_factory=list)
+    conflicts: list[ConflictRecord] = field(default_factory=list)
+    title_line: int = 1
+    body_line: int = 1
+
+    @property
+    def excerpt(self) -> str:
+        return first_paragraph(self.body)
+
+
+def first_paragraph(body: str, limit: int = 320) -> str:
+    para = ""
+    for block in body.strip().split("\n\n"):
+        if block.strip():
+            para = " ".join(line.strip() for line in block.strip().splitlines())
+            break
+    return para if len(para) <= limit else para[: limit - 1].rstrip() + "…"
+
+
+# ---------------------------------------------------------------- answers
+
+
+@dataclass(frozen=True)
+class Progress:
+    """How far a long operation is: `done` of `total` items in `stage` ("index" files, "embed" memories)."""
+
+    stage: str
+    done: int
+    total: int
+    scope: str = "global"
+
+    @property
+    def message(self) -> str:
+        what = "files indexed" if self.stage == "index" else "memories embedded"
+        return f"{self.scope}: {self.done}/{self.total} {what}"
+
+
+# the core calls it; edges translate (a terminal bar, MCP progress notifications)
+ProgressFn = Callable[[Progress], None]
+
+
+def stage_reporter(progress: ProgressFn | None, stage: str, scope: str) -> Callable[[int, int], None]:
+    """`report(done, total)` for one stage, passing on about 100 steps at most (plus the first and the last)."""
+
+    def report(done: int, total: int) -> None:
+        if progress is not None and (done in (0, total) or done % max(1, total // 100) == 0):
+            progress(Progress(stage, done, total, scope))
+
+    return report
+
+
+class ReconcileReport(BaseModel):
+    """What one reconcile pass did. A no-change pass has hashed == reindexed == removed == 0."""
+
+    scanned: int = 0
+    hashed: int = 0
+    reindexed: int = 0
+    removed: int = 0
+    unparseable: int = 0
+    rebuilt: bool = False
+    rebuild_reason: str | None = None
+    index_in_memory: str | None = Field(
+        default=None,
+        description="Set when the index file cannot be used (e.g. read-only): why, and that answers come from "
+        "an in-memory index rebuilt from the Markdown files (recall counts are not kept).",
+    )
+    scan: str = Field(
+        default="full",
+        description="full: every file in memories/ was stat-ed; changed-files: the change watch (inotify) named "
+        "the only files that changed and just those were read; none: the watch saw no change and no other process "
+        "wrote the index, so nothing was read.",
+    )
+    seconds: float = 0.0
+
+
+class Unparseable(BaseModel):
+    path: str
+    reason: str
+    scope: str = "global"
+
+
+class SkippedDocument(BaseModel):
+    path: str
+    reason: str
+
+
+class DocumentsReport(BaseModel):
+    """What the reconcile pass did to the indexed document sources."""
+
+    scanned: int = 0
+    hashed: int = 0
+    reindexed: int = 0
+    removed: int = 0
+    skipped: list[SkippedDocument] = Field(default_factory=list)
+    seconds: float = 0.0
+
+
+class SourceStatus(BaseModel):
+    label: str
+    path: str
+    files: int
+    skipped: int
+    bytes: int
+    last_indexed: str | None
+
+
+class ScopeReport(BaseModel):
+    scope: str
+    store: str
+    root: str
+    reconcile: ReconcileReport
+
+
+class ConflictSummary(BaseModel):
+    scope: str = "global"
+    pair_hash: str
+    a_id: str
+    b_id: str
+    a_title: str
+    b_title: str
+    detected: str
+
+
+class IndexReport(BaseModel):
+    store: str
+    reconcile: ReconcileReport = Field(description="Summed over every scope this call reconciled.")
+    scopes: list[ScopeReport] = Field(default_factory=list)
+    unparseable: list[Unparseable] = Field(default_factory=list)
+    unresolved_conflicts: list[ConflictSummary] = Field(
+        default_factory=list, description="The oldest open conflicts, at most 10 per scope (see the total)."
+    )
+    unresolved_conflicts_total: int = 0
+    documents: DocumentsReport | None = None
+
+
+class ScoreComponents(BaseModel):
+    text: float
+    trust: float
+    state: float
+    freshness: float
+    heat: float
+    word: float
+    trigram: float
+    like: float
+    coverage: float
+
+
+class HandoffInfo(BaseModel):
+    """The current handoff of one scope: where the last session left off."""
+
+    id: str
+    scope: str = "global"
+    path: str
+    title: str
+    excerpt: str
+    updated: str
+
+
+class ContextAnswer(BaseModel):
+    """The session-start context (memory://context, `memory-mcp context`): Markdown within a byte budget."""
+
+    text: str
+    bytes: int
+    budget_bytes: int
+    handoff: HandoffInfo | None = None
+    memories_shown: int = 0
+    memories_left_out: int = Field(default=0, description="Active memories that did not fit the budget.")
+    unresolved_conflicts: int = 0
+    review_due: int = 0
+
+
+class RecallResult(BaseModel):
+    id: str = Field(description="Memory id, or `doc:<path>#<start line>` for a document chunk.")
+    kind: str = Field(default="memory", description="memory | document")
+    scope: str = Field(default="global", description="local | global (documents: the scope indexing them)")
+    label: str | None = Field(default=None, description="Document source label.")
+    path: str
+    line: int
+    title: str
+    excerpt: str
+    score: float
+    components: ScoreComponents | None = Field(default=None, description="None for a handoff listed without a query.")
+    type: str
+    state: str
+    trust: str
+    entities: list[str]
+    updated: str
+    cosine: float | None = Field(default=None, description="Hybrid mode: cosine of this memory to the query.")
+    fused: float | None = Field(
+        default=None, description="Hybrid mode: Reciprocal Rank Fusion score (results are ordered by it)."
+    )
+
+
+class CollapsedResult(BaseModel):
+    """A result left out because it restates one ranked above it."""
+
+    kept_id: str
+    dropped_id: str
+    reason: str = Field(description="same text | word overlap J | cosine C")
+
+
+class RecallAnswer(BaseModel):
+    query: str
+    plan: str = Field(description="Which query legs ran: all-terms, any-term, trigram, like, cosine.")
+    results: list[RecallResult]
+    index: IndexReport
+    mode: str = Field(default="bm25", description="The ranking that ran: bm25 (keywords) or hybrid (+ cosine).")
+    semantic_available: bool = Field(default=False, description="An embedding provider is configured and working.")
+    semantic_note: str = Field(default="", description="Why hybrid did not run, or what it has not embedded yet.")
+    semantic_pending: int = Field(default=0, description="Hybrid mode: memories without a vector yet.")
+    collapsed: list[CollapsedResult] = Field(
+        default_factory=list, description="Near-duplicates dropped in favour of the better-ranked result."
+    )
+
+
+class ConflictCandidate(BaseModel):
+    """Judgement material for a neighbour of a new memory: never acted on automatically."""
+
+    id: str
+    path: str
+    title: str
+    excerpt: str
+    type: str
+    trust: str
+    shared_entities: list[str]
+    text_similarity: float
+    days_apart: float
+    latest_wins_eligible: bool
+    pair_hash: str
+    reasons: list[str] = Field(default_factory=list, description="The evidence that makes this pair a conflict.")
+
+
+class RelatedMemory(BaseModel):
+    """A neighbour sharing an entity that does not look like a contradiction: listed, never recorded."""
+
+    id: str
+    path: str
+    title: str
+    shared_entities: list[str]
+    text_similarity: float
+    reasons: list[str] = Field(default_factory=list, description="Why the gate did not count it as a conflict.")
+
+
+class RememberAnswer(BaseModel):
+    id: str
+    scope: str = "global"
+    path: str
+    created: bool = Field(description="False when the same normalised text already existed.")
+    deduplicated_state: str | None = None
+    superseded: list[str] = Field(default_factory=list)
+    message: str = ""
+    conflicts: list[ConflictCandidate] = Field(
+        default_factory=list, description="Memories this one likely contradicts or replaces; recorded as open pairs."
+    )
+    related: list[RelatedMemory] = Field(
+        default_factory=list, description="Same-entity neighbours that state something else; written nowhere."
+    )
+    index: IndexReport
+
+
+class ChainLink(BaseModel):
+    id: str
+    title: str
+    state: str
+    path: str | None
+
+
+class ConflictHistoryEntry(BaseModel):
+    pair_hash: str
+    other_id: str
+    other_title: str | None = None
+    status: str
+    detected: str
+    resolution: str | None = None
+    resolved: str | None = None
+    note: str | None = None
+
+
+class ReadAnswer(BaseModel):
+    id: str | None
+    scope: str = "global"
+    kind: str = Field(default="memory", description="memory | document")
+    label: str | None = None
+    path: str
+    sha256: str = Field(description="sha256 of the whole file as read: pass it as expected_sha256 to edit safely.")
+    text: str
+    from_line: int
+    to_line: int
+    total_lines: int
+    frontmatter: dict[str, Any]
+    supersedes_chain: list[ChainLink] = Field(default_factory=list)
+    superseded_by_chain: list[ChainLink] = Field(default_factory=list)
+    conflicts: list[ConflictHistoryEntry] = Field(default_factory=list)
+    index: IndexReport
+
+
+class EditableMemory(BaseModel):
+    """A memory's editable fields and the sha256 of the exact file bytes they were parsed from."""
+
+    id: str
+    path: str
+    sha256: str
+    title: str
+    body: str
+    type: str
+    state: str
+    trust: str
+    entities: list[str]
+    source: str
+    review_after: str | None
+
+
+class MemoryItem(BaseModel):
+    """One row of a filtered listing (no query): what a browser list shows."""
+
+    id: str
+    path: str
+    title: str
+    excerpt: str
+    type: str
+    state: str
+    trust: str
+    entities: list[str]
+    created: str
+    updated: str
+
+
+class BrowseAnswer(BaseModel):
+    items: list[MemoryItem]
+    total: int = Field(description="Memories matching the filters (items may be a page of them).")
+    state_counts: dict[str, int] = Field(description="Matches per state under the other filters.")
+    entities: list[str] = Field(description="Every canonical entity name in the store, sorted.")
+    index: IndexReport
+
+
+class StoreInfo(BaseModel):
+    """One place calls can reach: a scope and, for named sibling stores of the global one, its `store` name."""
+
+    scope: str
+    store: str | None = Field(description="The `store` argument that reaches it (named sibling stores only).")
+    name: str
+    root: str
+    memories_dir: str
+    home: bool = Field(description="Where new memories go by default.")
+
+
+class UpdateAnswer(BaseModel):
+    op: str
+    id: str
+    path: str
+    state: str
+    changed: list[str] = Field(description="Ids of every memory file this operation rewrote.")
+    message: str
+    index: IndexReport
+
+
+class ForgetAnswer(BaseModel):
+    id: str
+    mode: str
+    path: str
+    state: str | None
+    message: str
+    index: IndexReport
+
+
+class CompactionCandidate(BaseModel):
+    entity: str
+    ids: list[str]
+    titles: list[str]
+    oldest: str
+    newest: str
+    suggestion: str
+
+
+class ReviewDue(BaseModel):
+    id: str
+    title: str
+    path: str
+    review_after: str
+
+
+class IndexFreshness(BaseModel):
+    path: str
+    size_bytes: int
+    schema_version: int
+    built_at: str
+    last_reconcile: ReconcileReport
+    change_watch: str = Field(
+        default="off", description="'on (inotify)' when unchanged calls skip the scan, else 'off: <why>'."
+    )
+    not_restored_by_rebuild: list[str]
+
+
+class StatusAnswer(BaseModel):
+    scope: str = "global"
+    scopes: list[str] = Field(default_factory=list, description="Scopes this server serves.")
+    sources: list[SourceStatus] = Field(default_factory=list, description="Indexed document sources.")
+    store: str
+    root: str
+    total: int
+    by_state: dict[str, int]
+    by_type: dict[str, int]
+    by_trust: dict[str, int]
+    handoff: HandoffInfo | None = Field(default=None, description="The current handoff (where work left off).")
+    unresolved_conflicts: list[ConflictSummary] = Field(description="The oldest open conflicts, at most 200.")
+    unresolved_conflicts_total: int = 0
+    review_due: list[ReviewDue]
+    compaction_candidates: list[CompactionCandidate]
+    unparseable: list[Unparseable]
+    index: IndexFreshness
+
+
+class ExportAnswer(BaseModel):
+    text: str
+    memories: int
+    scopes: list[str]
+
+
+class Mismatch(BaseModel):
+    scope: str = "global"
+    path: str
+    id: str | None
+    problem: str
+
+
+class AutoClosedConflict(BaseModel):
+    """An open pair recorded by an earlier conflict gate that today's gate does not count as a conflict."""
+
+    scope: str = "global"
+    pair_hash: str
+    recorded_in: str = Field(description="The memory whose file records the pair (now resolved: auto-closed).")
+    other_id: str
+    reasons: list[str]
+
+
+class ReindexAnswer(BaseModel):
+    store: str
+    scopes: list[str] = Field(default_factory=list)
+    files: int
+    memories: int
+    unparseable: list[Unparseable]
+    verified: bool
+    mismatches: list[Mismatch]
+    seconds: float
+    auto_closed: list[AutoClosedConflict] = Field(
+        default_factory=list, description="Open pairs from an earlier gate closed as no longer conflicting, and why."
+    )
+    embedded: int = Field(default=0, description="Memories embedded for hybrid search by this reindex.")
+    semantic_note: str = ""

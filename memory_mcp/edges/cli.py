@@ -1,0 +1,494 @@
+"""CLI edge: `memory-mcp [serve|ui|recall|remember|read|status|context|reindex|export|config]`.
+
+Exit codes: 0 ok, 1 `reindex --verify` found mismatches, 2 usage or input error.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import sys
+from pathlib import Path
+from typing import TYPE_CHECKING
+
+from pydantic import BaseModel
+
+from ..config import ConfigError, Settings, describe, load_settings
+from ..domain.errors import InputError, MemoryMcpError
+from ..domain.models import (
+    Progress,
+    ReadAnswer,
+    RecallAnswer,
+    ReindexAnswer,
+    RememberAnswer,
+    StatusAnswer,
+)
+from ..domain.vocabulary import RECALL_MODES, SCOPES, STATES, TRUSTS, TYPES
+from ..tools.service import MemoryService
+
+if TYPE_CHECKING:
+    from tqdm import tqdm
+
+EXIT_OK, EXIT_MISMATCH, EXIT_USAGE = 0, 1, 2
+
+
+class _Parser(argparse.ArgumentParser):
+    def error(self, message: str) -> None:  # argparse exits 2 too; keep its message, our wording
+        self.print_usage(sys.stderr)
+        print(f"memory-mcp: error: {message}", file=sys.stderr)
+        raise SystemExit(EXIT_USAGE)
+
+
+# The options every command takes. They are accepted before and after the subcommand: the copies after it
+# go to `after_*` (SUPPRESS: absent unless given), and _merge_global_options lets them win (--set adds up).
+GLOBAL_OPTIONS = ("store", "project_root", "config", "set")
+
+
+def _global_options(parser: argparse.ArgumentParser, after: bool) -> None:
+    def dest(name: str) -> dict:
+        return {"dest": f"after_{name}", "default": argparse.SUPPRESS} if after else {"dest": name}
+
+    parser.add_argument(
+        "--store",
+        type=Path,
+        metavar="DIR",
+        help="the account (global) store directory (default: $MEMORY_MCP_ROOT, else the scopes.global_root "
+        "setting, else ~/.memory-mcp/default)",
+        **dest("store"),
+    )
+    parser.add_argument(
+        "--project-root",
+        type=Path,
+        metavar="DIR",
+        help="bind a project: its store <DIR>/.memory is the local scope, <DIR>/.memory/config.toml its settings",
+        **dest("project_root"),
+    )
+    parser.add_argument(
+        "--config",
+        type=Path,
+        metavar="PATH",
+        help="an extra TOML settings file, above the user and project files",
+        **dest("config"),
+    )
+    parser.add_argument(
+        "--set",
+        action="append",
+        metavar="KEY=VALUE",
+        help="override one setting, e.g. --set recall.default_limit=10 (repeatable; see `memory-mcp config`)",
+        **({"dest": "after_set", "default": argparse.SUPPRESS} if after else {"dest": "set", "default": []}),
+    )
+
+
+def _scope_option(parser: argparse.ArgumentParser, default: str) -> None:
+    parser.add_argument(
+        "--scope",
+        choices=SCOPES,
+        help="local = the bound project's store (<project-root>/.memory), global = the account store "
+        f"(--store). Default: {default}",
+    )
+
+
+def _json_option(parser: argparse.ArgumentParser) -> None:
+    parser.add_argument("--json", action="store_true", help="print the structured answer as JSON (for scripts)")
+
+
+def build_parser() -> argparse.ArgumentParser:
+    p = _Parser(
+        prog="memory-mcp",
+        description="Local, git-friendly long-term memory for AI agents (MCP, stdio).",
+        epilog="Global options (--store, --project-root, --config, --set) go before or after the command; "
+        "given in both places, the one after the command wins (--set values add up).",
+    )
+    _global_options(p, after=False)
+    sub = p.add_subparsers(dest="command", parser_class=_Parser, metavar="COMMAND")
+
+    def command(name: str, help: str) -> argparse.ArgumentParser:
+        c = sub.add_parser(name, help=help, description=help)
+        _global_options(c, after=True)
+        return c
+
+    both, home = "both scopes (local first) when a project is bound", "local when a project is bound, else global"
+    sv = command("serve", "serve the MCP tools over stdio (the default command)")
+    sv.add_argument("--ui-port", type=int, metavar="N", help="also serve the browser view on 127.0.0.1:N")
+
+    u = command("ui", "serve the browser view on 127.0.0.1 (URL printed on stderr)")
+    u.add_argument(
+        "--port", type=int, default=5052, metavar="N", help="loopback port (default: 5052; 0 picks a free one)"
+    )
+
+    r = command("recall", "search memories and print cited results")
+    r.add_argument("query", help="plain words in any language (no search syntax)")
+    r.add_argument("--limit", type=int, default=5, metavar="N", help="how many results, 1-20 (default: 5)")
+    r.add_argument("--type", choices=TYPES, help="only memories of this type (default: any)")
+    r.add_argument("--state", choices=STATES, help="only memories in this state (default: any but deprecated)")
+    r.add_argument("--entity", metavar="E", help="only memories about this entity")
+    r.add_argument("--include-deprecated", action="store_true", help="rank deprecated memories too")
+    r.add_argument("--mode", choices=RECALL_MODES, default="auto", help="ranking (default: auto)")
+    _scope_option(r, both)
+    _json_option(r)
+
+    m = command("remember", "store a memory (creates the store if there is none yet)")
+    m.add_argument("title", help="one-line title; becomes the file's `# heading`")
+    m.add_argument("body", nargs="?", help="body text; '-' or omitted reads standard input")
+    m.add_argument("--type", choices=TYPES, default="fact", help="(default: fact)")
+    m.add_argument("--trust", choices=TRUSTS, default="user-stated", help="(default: user-stated)")
+    m.add_argument(
+        "--entity", action="append", dest="entities", default=[], metavar="E", help="what it is about (repeatable)"
+    )
+    m.add_argument("--source", metavar="S", help="where it came from (a conversation, a URL, a file)")
+    m.add_argument("--review-after", metavar="YYYY-MM-DD", help="when to re-check it")
+    m.add_argument("--supersedes", action="append", default=[], metavar="ID", help="an id it replaces (repeatable)")
+    _scope_option(m, home)
+    _json_option(m)
+
+    d = command("read", "print a memory by id or store-relative path")
+    d.add_argument("target", help="an id, or a path such as memories/x.md")
+    d.add_argument("--from-line", type=int, metavar="N", help="first line to print (default: 1)")
+    d.add_argument("--to-line", type=int, metavar="N", help="last line to print (default: the end, at most 200 lines)")
+    _scope_option(d, both)
+    _json_option(d)
+
+    st = command("status", "counts, conflicts, reviews due, index health")
+    _scope_option(st, home)
+    _json_option(st)
+
+    k = command("context", "print the session-start context (what memory://context serves)")
+    k.add_argument(
+        "--budget", type=int, metavar="BYTES", help="largest size in bytes (default: the context.budget_bytes setting)"
+    )
+    _scope_option(k, both)
+    _json_option(k)
+
+    x = command("reindex", "rebuild the index from the Markdown files (progress on a terminal)")
+    x.add_argument("--verify", action="store_true", help="re-hash everything first; exit 1 on any mismatch")
+    _scope_option(x, "every scope")
+    _json_option(x)
+
+    e = command("export", "write MEMORY.md: active memories by type, newest first (never read back)")
+    _scope_option(e, "every scope")
+    e.add_argument(
+        "--to", type=Path, default=Path("."), metavar="DIR", help="directory to write MEMORY.md into (default: .)"
+    )
+    _json_option(e)
+
+    c = command("config", "print every effective setting and the layer it came from")
+    _json_option(c)
+    return p
+
+
+def _merge_global_options(args: argparse.Namespace) -> argparse.Namespace:
+    """Fold the copies of the global options given after the subcommand into the ones before it."""
+    for name in GLOBAL_OPTIONS:
+        after = f"after_{name}"
+        if not hasattr(args, after):
+            continue
+        value = getattr(args, after)
+        delattr(args, after)
+        setattr(args, name, [*args.set, *value] if name == "set" else value)
+    return args
+
+
+def main(argv: list[str] | None = None) -> int:
+    try:
+        return _main(argv)
+    except BrokenPipeError:  # `memory-mcp status | head`: the reader left; not an error worth a traceback
+        sys.stdout = open(os.devnull, "w")  # keeps the interpreter's final flush of stdout quiet
+        return EXIT_OK
+
+
+def _main(argv: list[str] | None) -> int:
+    args = _merge_global_options(build_parser().parse_args(argv))
+    try:
+        settings = load_cli_settings(args)
+    except ConfigError as exc:
+        print(f"memory-mcp: {exc}", file=sys.stderr)
+        return EXIT_USAGE
+    if args.command == "config":
+        return _config(settings, args.json)
+    # one service per process: the MCP tools, the browser view and the CLI commands share its locks
+    service = MemoryService.from_settings(settings)
+    if args.command in (None, "serve"):
+        from .server import serve  # the MCP SDK is only imported when serving
+
+        ui = _start_ui(service, args.ui_port) if getattr(args, "ui_port", None) is not None else None
+        try:
+            serve(service)
+        finally:
+            if ui is not None:
+                ui.stop()
+        return EXIT_OK
+    try:
+        if args.command == "ui":
+            service.scope_for_reading()  # browsing never creates a store
+            return _ui(service, args.port)
+        return _run(service, args)
+    except MemoryMcpError as exc:
+        print(f"memory-mcp: {exc}", file=sys.stderr)
+        return EXIT_USAGE
+    finally:
+        service.close()
+
+
+def _start_ui(service: MemoryService, port: int):
+    """The browser view beside the MCP server, in a thread; the URL goes to stderr (stdout is MCP's)."""
+    from .web import make_server
+
+    try:
+        ui = make_server(service, port).start()
+    except MemoryMcpError as exc:
+        print(f"memory-mcp: {exc}", file=sys.stderr)
+        raise SystemExit(EXIT_USAGE) from None
+    print(f"memory-mcp: browser view at {ui.url}", file=sys.stderr, flush=True)
+    return ui
+
+
+def _ui(service: MemoryService, port: int) -> int:
+    from .web import make_server
+
+    ui = make_server(service, port)
+    print(f"memory-mcp: browser view at {ui.url} (Ctrl-C to stop)", file=sys.stderr, flush=True)
+    ui.serve_forever()
+    return EXIT_OK
+
+
+def _run(service: MemoryService, args: argparse.Namespace) -> int:
+    if args.command == "remember":
+        new_stores = service.missing_stores(args.scope, home=True)
+        body = args.body if args.body not in (None, "-") else sys.stdin.read()
+        answer = service.remember(
+            args.title,
+            body,
+            args.type,
+            args.trust,
+            args.entities,
+            args.source,
+            args.review_after,
+            args.supersedes,
+            scope=args.scope,
+        )
+        for made in new_stores:
+            print(f"memory-mcp: created a new store at {made.root}", file=sys.stderr)
+        _emit(answer, args.json, _remember_text)
+        return EXIT_OK
+    # every other command only reads the stores: a missing one is an error, never a new empty store
+    scope = service.scope_for_reading(args.scope, home=args.command == "status")
+    if args.command == "recall":
+        answer = service.recall(
+            args.query,
+            args.limit,
+            args.type,
+            args.state,
+            args.entity,
+            args.include_deprecated,
+            scope=scope,
+            mode=args.mode,
+        )
+        _emit(answer, args.json, _recall_text)
+    elif args.command == "read":
+        is_path = "/" in args.target or args.target.endswith(".md")
+        answer = service.read(
+            id=None if is_path else args.target,
+            path=args.target if is_path else None,
+            from_line=args.from_line,
+            to_line=args.to_line,
+            scope=scope,
+        )
+        _emit(answer, args.json, _read_text)
+    elif args.command == "export":
+        if not args.to.is_dir():
+            raise InputError(f"--to: '{args.to}' is not a directory")
+        answer = service.export(scope=scope)
+        target = args.to / "MEMORY.md"
+        target.write_text(answer.text, encoding="utf-8")
+        if args.json:
+            print(json.dumps({"path": str(target), "memories": answer.memories, "scopes": answer.scopes}))
+        else:
+            print(
+                f"wrote {target}: {_count(answer.memories, 'active memory', 'active memories')} ({', '.join(answer.scopes)})"
+            )
+    elif args.command == "status":
+        _emit(service.status(scope=scope), args.json, _status_text)
+    elif args.command == "context":
+        _emit(service.context(scope=scope, budget=args.budget), args.json, lambda a: a.text.rstrip("\n"))
+    elif args.command == "reindex":
+        with TerminalProgress() as progress:
+            answer = service.reindex(verify=args.verify, scope=scope, progress=progress)
+        _emit(answer, args.json, _reindex_text)
+        return EXIT_MISMATCH if answer.mismatches else EXIT_OK
+    return EXIT_OK
+
+
+class TerminalProgress:
+    """Progress bars (tqdm) on stderr, one per stage and scope. tqdm draws nothing when stderr is not a
+    terminal (`disable=None`), so pipes, files and CI logs stay quiet."""
+
+    def __init__(self) -> None:
+        self._bars: dict[tuple[str, str], tqdm] = {}
+
+    def __enter__(self) -> TerminalProgress:
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        for bar in self._bars.values():
+            bar.close()
+
+    def __call__(self, p: Progress) -> None:
+        bar = self._bars.get((p.stage, p.scope))
+        if bar is None:
+            from tqdm import tqdm  # imported only when a reindex runs
+
+            what = ("indexing", "file") if p.stage == "index" else ("embedding", "memory")
+            bar = tqdm(
+                total=p.total,
+                desc=f"{p.scope}: {what[0]}",
+                unit=f" {what[1]}",
+                file=sys.stderr,
+                disable=None,
+                leave=False,
+            )
+            self._bars[(p.stage, p.scope)] = bar
+        bar.total = p.total
+        bar.update(p.done - bar.n)
+
+
+def load_cli_settings(args: argparse.Namespace) -> Settings:
+    """Settings from the global options (before or after the subcommand, already merged)."""
+    return load_settings(project_root=args.project_root, config_path=args.config, overrides=args.set, store=args.store)
+
+
+def _config(settings: Settings, as_json: bool) -> int:
+    rows = describe(settings)
+    if as_json:
+        root = settings.project_root
+        out = {"project_root": str(root) if root else None, "layers": list(settings.layers), "settings": rows}
+        print(json.dumps(out, indent=2, ensure_ascii=False))
+        return EXIT_OK
+    print("# layers, lowest first: " + "; ".join(settings.layers))
+    width = max(len(r["key"]) for r in rows)
+    for r in rows:
+        value = json.dumps(r["value"], ensure_ascii=False)
+        print(f"{r['key']:<{width}} = {value}  # {r['origin']}")
+    return EXIT_OK
+
+
+def _emit(answer: BaseModel, as_json: bool, render) -> None:
+    print(answer.model_dump_json(indent=2) if as_json else render(answer))
+
+
+def _recall_text(a: RecallAnswer) -> str:
+    lines = []
+    for n, r in enumerate(a.results, 1):
+        tag = "" if r.state == "active" else f" [{r.state}]"
+        lines.append(f"{n}. {r.title}{tag}  ({r.type}, score {r.score:.3f})")
+        lines.append(f"   {r.path}:{r.line}")
+        lines.append(f"   {r.excerpt}")
+    if not a.results:
+        lines.append("no results" if a.query.strip() else "empty query: nothing to search for")
+    lines += [f"-- collapsed {c.dropped_id} into {c.kept_id} ({c.reason})" for c in a.collapsed]
+    lines.append(f"-- mode: {a.mode}" + (f" ({a.semantic_note})" if a.semantic_note else ""))
+    lines.extend(_index_lines(a.index))
+    return "\n".join(lines)
+
+
+def _index_lines(index) -> list[str]:
+    rec = index.reconcile
+    out = [
+        f"-- reconcile: scanned {rec.scanned}, hashed {rec.hashed}, reindexed {rec.reindexed}, "
+        f"removed {rec.removed}, unparseable {rec.unparseable}"
+        + (f" (rebuilt: {rec.rebuild_reason})" if rec.rebuilt else "")
+    ]
+    out += [f"-- unparseable: {u.path}: {u.reason}" for u in index.unparseable]
+    out += [f"-- unresolved conflict {c.pair_hash}: {c.a_title} <> {c.b_title}" for c in index.unresolved_conflicts]
+    return out
+
+
+def _remember_text(a: RememberAnswer) -> str:
+    head = f"{'created' if a.created else 'already remembered'} {a.id} at {a.path}"
+    lines = [head] + [f"superseded {i}" for i in a.superseded] + ([a.message] if a.message else [])
+    for c in a.conflicts:
+        shared = f"shared entities: {', '.join(c.shared_entities)}; " if c.shared_entities else ""
+        lines.append(
+            f"possible conflict {c.pair_hash} with {c.id} ({c.title}): {shared}text similarity {c.text_similarity:.2f}, "
+            f"{_count(round(c.days_apart), 'day', 'days')} apart"
+            + ("; the newer may win (latest_wins_eligible)" if c.latest_wins_eligible else "")
+        )
+        lines += [f"  because {reason}" for reason in c.reasons]
+    lines += [f"related (not a conflict) {r.id} ({r.title}); shared {r.shared_entities}" for r in a.related]
+    if a.conflicts:
+        lines.append("-- resolve with the memory_update tool (op=resolve_conflict) or in the browser view")
+    return "\n".join(lines)
+
+
+def _read_text(a: ReadAnswer) -> str:
+    lines = [f"# {a.path} (lines {a.from_line}-{a.to_line} of {a.total_lines})", a.text]
+    if a.supersedes_chain:
+        lines.append("supersedes: " + " <- ".join(f"{c.id} [{c.state}]" for c in a.supersedes_chain))
+    if a.superseded_by_chain:
+        lines.append("superseded by: " + " -> ".join(f"{c.id} [{c.state}]" for c in a.superseded_by_chain))
+    return "\n".join(lines)
+
+
+def _count(n: int, one: str, many: str) -> str:
+    return f"{n} {one if n == 1 else many}"
+
+
+def _tally(counts: dict[str, int]) -> str:
+    """{'active': 2, 'archived': 1} -> '2 active, 1 archived' (largest first); 'none' when empty."""
+    items = sorted(counts.items(), key=lambda kv: (-kv[1], kv[0]))
+    return ", ".join(f"{n} {k}" for k, n in items) or "none"
+
+
+def _size(n: int) -> str:
+    for unit in ("bytes", "KiB", "MiB"):
+        if n < 1024 or unit == "MiB":
+            return f"{n} {unit}" if unit == "bytes" else f"{n:.1f} {unit}"
+        n /= 1024
+    return str(n)
+
+
+def _status_text(a: StatusAnswer) -> str:
+    lines = [
+        f"{a.scope} store '{a.store}' at {a.root}: {_count(a.total, 'memory', 'memories')}",
+        f"  state:  {_tally(a.by_state)}",
+        f"  type:   {_tally(a.by_type)}",
+        f"  trust:  {_tally(a.by_trust)}",
+        f"  handoff: {a.handoff.title} ({a.handoff.path})" if a.handoff else "  handoff: none",
+        f"  unresolved conflicts: {a.unresolved_conflicts_total or 'none'}",
+        f"  reviews due: {len(a.review_due) or 'none'}",
+        f"  compaction candidates: {len(a.compaction_candidates) or 'none'}",
+        f"  unparseable files: {len(a.unparseable) or 'none'}",
+    ]
+    lines += [f"    ! {u.path}: {u.reason}" for u in a.unparseable]
+    lines += [f"  review due {r.review_after}: {r.title} ({r.path})" for r in a.review_due[:10]]
+    for src in a.sources:
+        lines.append(
+            f"  documents '{src.label}': {_count(src.files, 'file', 'files')} in {src.path}, {_size(src.bytes)}"
+        )
+    idx = a.index
+    lines.append(
+        f"  index: {idx.path}, {_size(idx.size_bytes)}, schema {idx.schema_version}, change watch {idx.change_watch}"
+    )
+    return "\n".join(lines)
+
+
+def _reindex_text(a: ReindexAnswer) -> str:
+    lines = [
+        f"reindexed {_count(a.memories, 'memory', 'memories')} from {_count(a.files, 'file', 'files')} in {a.seconds:.2f} s"
+    ]
+    if a.embedded or a.semantic_note:
+        note = f" ({a.semantic_note})" if a.semantic_note else ""
+        lines.append(f"embedded {_count(a.embedded, 'memory', 'memories')} for hybrid search{note}")
+    lines += [f"unparseable {u.path}: {u.reason}" for u in a.unparseable]
+    lines += [
+        f"auto-closed conflict {c.pair_hash} ({c.recorded_in} <> {c.other_id}): {'; '.join(c.reasons)}"
+        for c in a.auto_closed
+    ]
+    if a.verified:
+        lines.append(f"verify: {_count(len(a.mismatches), 'mismatch', 'mismatches')}")
+        lines += [f"  {m.path}: {m.problem}" for m in a.mismatches]
+    return "\n".join(lines)
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,71 @@
+"""Compact text renderings of answers for a model to read (the full record stays structured).
+
+A recall answer as pretty-printed JSON spends most of its bytes on keys, nine score components and the
+index report; the model needs the title, what kind of memory it is, where to cite and open it, the
+excerpt and one score. The index gets one line only when the reconcile did something worth knowing.
+"""
+
+from __future__ import annotations
+
+from ..domain.models import IndexReport, RecallAnswer
+from ..domain.text import clip
+
+EXCERPT_CHARS = 220
+
+
+def recall_text(answer: RecallAnswer) -> str:
+    scopes = {r.scope for r in answer.results}
+    lines = []
+    for n, r in enumerate(answer.results, 1):
+        tags = [r.type if r.kind == "memory" else f"document {r.label}"]
+        if r.state != "active":
+            tags.append(r.state)
+        if r.kind == "memory" and r.trust != "user-stated":
+            tags.append(r.trust)
+        if len(scopes) > 1:
+            tags.append(r.scope)
+        lines.append(f"{n}. {r.title} ({', '.join(tags)}) score {r.score:.2f}")
+        ident = f" id {r.id}" if r.kind == "memory" else ""
+        lines.append(f"   {r.path}:{r.line}{ident}")
+        lines.append(f"   {clip(r.excerpt, EXCERPT_CHARS)}")
+    if not answer.results:
+        lines.append(f"no results for {answer.query!r}" if answer.query.strip() else "empty query: nothing searched")
+    if answer.collapsed:
+        lines.append(f"({len(answer.collapsed)} near-duplicate(s) collapsed into results above)")
+    if answer.semantic_note:
+        lines.append(f"({answer.semantic_note})")
+    if (note := index_note(answer.index)) is not None:
+        lines.append(note)
+    return "\n".join(lines)
+
+
+def index_note(index: IndexReport) -> str | None:
+    """One line when the reconcile did something worth knowing: a rebuild, hand edits picked up, files
+    that do not parse, an index kept in memory. None for the everyday no-change call."""
+    rec = index.reconcile
+    parts = []
+    if rec.rebuilt:
+        parts.append(f"rebuilt ({rec.rebuild_reason})")
+    elif rec.reindexed or rec.removed:
+        parts.append(f"{rec.reindexed} file(s) re-read, {rec.removed} removed")
+    if index.unparseable:
+        parts.append(f"{len(index.unparseable)} unparseable: " + ", ".join(u.path for u in index.unparseable[:3]))
+    if rec.index_in_memory:
+        parts.append(f"in-memory index ({rec.index_in_memory})")
+    return "index: " + "; ".join(parts) if parts else None
+
+
+def usage_guide() -> str:
+    """How an agent should use the memory tools: the text of the memory_start prompt, before the context."""
+    return """# Using memory-mcp
+
+- Recall (memory_recall) before answering about the user, their projects or past decisions; cite path:line.
+- Remember (memory_remember) durable things, one per call, with a type: fact, preference, decision (with its
+  why), episode (dated event), reference (where to find something), knowledge (distilled how-to), handoff.
+- trust: user-stated only for what the user said or confirmed; agent-inferred for your conclusions; imported
+  for copied material.
+- entities: the people, projects and systems a memory is about, in canonical names.
+- Conflicts: when remember returns conflicts, ask the user or decide with memory_update op=resolve_conflict
+  (keep_both, or supersede with a winner). Nothing is ever overwritten silently.
+- Something changed? memory_update op=supersede (or remember with supersedes) keeps the history.
+- Before the session ends: memory_remember type=handoff with where you left off and what comes next."""

@@ -1,0 +1,356 @@
+"""MCP edge: seven tools, the `memory://context` resource and the `memory_start` prompt over stdio.
+
+Each handler translates arguments and errors, nothing more. What the model reads is kept lean: input
+schemas without titles or `null` arms, one description per field, recall's text a compact rendering.
+"""
+
+from __future__ import annotations
+
+import functools
+from collections.abc import Callable
+from typing import Annotated, Any, Literal, ParamSpec, TypeVar
+
+import anyio.from_thread
+from mcp.server import MCPServer
+from mcp.server.mcpserver import Context
+from mcp.server.mcpserver.exceptions import ToolError
+from mcp.server.mcpserver.tools import Tool
+from mcp.types import CallToolResult, TextContent, ToolAnnotations
+from pydantic import Field, ValidationError
+from pydantic.json_schema import GenerateJsonSchema, JsonSchemaValue
+from pydantic_core import core_schema
+
+from ..domain.errors import MemoryMcpError
+from ..domain.models import (
+    ForgetAnswer,
+    Progress,
+    ProgressFn,
+    ReadAnswer,
+    RecallAnswer,
+    ReindexAnswer,
+    RememberAnswer,
+    StatusAnswer,
+    UpdateAnswer,
+)
+from ..domain.vocabulary import (
+    FORGET_MODES,
+    RECALL_MODES,
+    RESOLUTIONS,
+    SCOPES,
+    STATES,
+    TRUSTS,
+    TYPES,
+    UPDATE_OPS,
+)
+from ..tools.service import MemoryService
+from .render import recall_text, usage_guide
+
+P = ParamSpec("P")
+R = TypeVar("R")
+
+INSTRUCTIONS = """Long-term memory kept as Markdown files the user can read and edit.
+At session start read memory://context (or the memory_start prompt): the last handoff and what matters most.
+Recall before answering questions about the user, their projects and past decisions; cite `path:line`.
+Remember durable facts, preferences and decisions (not chit-chat); say trust=user-stated only for what the
+user said. When memory_remember returns conflicts, ask or decide with memory_update op=resolve_conflict:
+nothing is overwritten. Before the session ends, remember type=handoff: where you left off."""
+
+# every tool takes `store` and `scope`; they are described once, on memory_remember (the model reads all tools)
+StoreArg = str | None
+# the argument words, built from the one vocabulary (Literal[tuple] is Literal of its items)
+ScopeArg = Literal[SCOPES] | None
+TypeName = Literal[TYPES]
+StateName = Literal[STATES]
+TrustName = Literal[TRUSTS]
+RecallMode = Literal[RECALL_MODES]
+UpdateOp = Literal[UPDATE_OPS]
+Resolution = Literal[RESOLUTIONS]
+ForgetMode = Literal[FORGET_MODES]
+
+
+class LeanSchema(GenerateJsonSchema):
+    """Input schemas as a model reads them: no `title` on fields or the model, `X | None` said as `X`
+    (leaving an argument out means none), no `default: null`. Validation is unchanged: the SDK still
+    validates against the pydantic argument model, which accepts null where the function does."""
+
+    def field_title_should_be_set(self, schema: Any) -> bool:
+        return False
+
+    def nullable_schema(self, schema: core_schema.NullableSchema) -> JsonSchemaValue:
+        return self.generate_inner(schema["schema"])
+
+    def default_schema(self, schema: core_schema.WithDefaultSchema) -> JsonSchemaValue:
+        json_schema = super().default_schema(schema)
+        if "default" in json_schema and json_schema["default"] is None:
+            del json_schema["default"]
+        return json_schema
+
+    def model_schema(self, schema: core_schema.ModelSchema) -> JsonSchemaValue:
+        json_schema = super().model_schema(schema)
+        json_schema.pop("title", None)
+        return json_schema
+
+
+def argument_error(tool: str, exc: ValidationError, schema: dict[str, Any]) -> str:
+    """Arguments the schema refuses, said plainly: the argument, what was wrong, the allowed values."""
+    problems = []
+    for err in exc.errors(include_url=False):
+        name = ".".join(str(part) for part in err["loc"]) or "arguments"
+        allowed = schema.get("properties", {}).get(str(err["loc"][0]) if err["loc"] else "", {}).get("enum")
+        given = repr(err.get("input"))[:60]
+        if err["type"] == "missing":
+            problems.append(f"{name}: required")
+        elif allowed is not None:
+            problems.append(f"{name}: {given} is not one of {', '.join(map(str, allowed))}")
+        else:
+            problems.append(f"{name}: {given} is not valid ({err['msg'].lower()})")
+    return f"Error executing tool {tool}: " + "; ".join(problems)
+
+
+class LeanTool(Tool):
+    """A tool whose argument errors name the argument and its allowed values, without the validation
+    library's report (type codes, input repr, documentation URLs)."""
+
+    async def run(self, arguments: dict[str, Any], context: Any, convert_result: bool = False) -> Any:
+        try:
+            self.fn_metadata.validate_arguments(arguments)
+        except ValidationError as exc:
+            raise ToolError(argument_error(self.name, exc, self.parameters)) from None
+        return await super().run(arguments, context, convert_result=convert_result)
+
+
+def _tool_errors(fn: Callable[P, R]) -> Callable[P, R]:
+    """Anticipated failures reach the model as readable tool errors."""
+
+    @functools.wraps(fn)
+    def wrapper(*args: P.args, **kwargs: P.kwargs) -> R:
+        try:
+            return fn(*args, **kwargs)
+        except MemoryMcpError as exc:
+            raise ToolError(str(exc)) from exc
+
+    return wrapper
+
+
+class _Registry:
+    """Collects the tools before the server exists (MCPServer takes them as `tools=`)."""
+
+    def __init__(self) -> None:
+        self.tools: list[Tool] = []
+
+    def tool(self, title: str, annotations: ToolAnnotations, description: str) -> Callable[[Callable], Callable]:
+        def register(fn: Callable) -> Callable:
+            tool = LeanTool.from_function(
+                _tool_errors(fn), title=title, description=description, annotations=annotations
+            )
+            tool.parameters = tool.fn_metadata.arg_model.model_json_schema(by_alias=True, schema_generator=LeanSchema)
+            self.tools.append(tool)
+            return fn
+
+        return register
+
+
+REMEMBER = """Store one durable memory as a Markdown file. Types: fact (a stable truth), preference (how the user \
+likes things), decision (a choice made, with its why), episode (something that happened, dated), reference \
+(where to find something), knowledge (distilled how-to or background), handoff (where you left off: at most one \
+active, a new one replaces it). trust: user-stated only for what the user said or confirmed; agent-inferred \
+(default) for your own conclusions; imported for copied material. entities: the people, projects and systems it \
+is about, in canonical names: they filter recall and group related memories. The same text twice returns the \
+original (created=false). `conflicts` lists memories this may contradict: nothing is overwritten; ask the user or \
+decide with memory_update op=resolve_conflict (or supersede)."""
+
+RECALL = """Search memories (both scopes) and indexed documents in one ranked list. Each result cites path:line \
+(open with memory_read) and has an id for memory_update. The text answer is compact; the structured answer has \
+score components, entities and the index report. Without a query, type=handoff returns the current handoff."""
+
+READ = """Read one memory by id or path (or an indexed document's path as recall cites it), at most 200 lines: \
+text, frontmatter, sha256 (pass it as expected_sha256 to edit safely), supersede chain both ways, conflict history."""
+
+UPDATE = """Change a memory. Each op takes its own fields:
+- edit: any of title, body, type, trust, entities, source, review_after (unchanged if left out); expected_sha256 \
+refuses a stale write.
+- supersede: by (the id replacing this one; this one is archived).
+- set_state: state; reason when deprecating, and when reactivating a deprecated memory (deprecated → archived is \
+refused).
+- link: other_id (written both ways as related).
+- resolve_conflict: pair_hash, resolution (keep_both | supersede), winner (with supersede), note."""
+
+FORGET = """archive (kept, ranked lower), deprecate (kept, hidden from recall; reason required) or purge (deletes \
+the file; only an archived or deprecated memory, and confirm=true required). Nothing is ever deleted automatically."""
+
+STATUS = """Counts, the current handoff, unresolved conflicts, reviews due, compaction candidates, unparseable \
+files, index health."""
+
+REINDEX = """Rebuild the derived index from the Markdown files (the canon never changes); verify=true first \
+re-hashes every file and reports index/canon mismatches. Sends progress notifications when the request carries \
+a progress token."""
+
+
+def build_server(service: MemoryService) -> MCPServer:
+    read_only = ToolAnnotations(read_only_hint=True, destructive_hint=False, idempotent_hint=True)
+    writes = ToolAnnotations(read_only_hint=False, destructive_hint=False, idempotent_hint=False)
+    registry = _Registry()
+    tool = registry.tool
+
+    @tool("Remember", ToolAnnotations(read_only_hint=False, idempotent_hint=True), REMEMBER)
+    def memory_remember(
+        title: Annotated[str, Field(description="One line; becomes the file's # heading.")],
+        body: Annotated[str, Field(description="Markdown; the first paragraph is the recall excerpt.")],
+        type: TypeName = "fact",
+        trust: TrustName = "agent-inferred",
+        entities: list[str] | None = None,
+        source: Annotated[str | None, Field(description="Where it came from: conversation, URL, file.")] = None,
+        review_after: Annotated[str | None, Field(description="YYYY-MM-DD: when to re-check it.")] = None,
+        supersedes: Annotated[list[str] | None, Field(description="Ids it replaces (they are archived).")] = None,
+        store: Annotated[StoreArg, Field(description="Every tool: a sibling store's name (not a path).")] = None,
+        scope: Annotated[
+            ScopeArg,
+            Field(
+                description="Every tool: local = this project's, global = the account's; default: both to read, local to write."
+            ),
+        ] = None,
+    ) -> RememberAnswer:
+        return service.remember(
+            title, body, type, trust, entities, source, review_after, supersedes, store=store, scope=scope
+        )
+
+    @tool("Recall", read_only, RECALL)
+    def memory_recall(
+        query: Annotated[str | None, Field(description="Plain words, any language, no syntax.")] = None,
+        limit: Annotated[int | None, Field(description="1-20, default 5.")] = None,
+        type: TypeName | None = None,
+        state: StateName | None = None,
+        entity: str | None = None,
+        include_deprecated: bool = False,
+        store: StoreArg = None,
+        scope: ScopeArg = None,
+        mode: Annotated[
+            RecallMode,
+            Field(description="bm25 = keywords; hybrid = + embeddings (if set up); auto = the configured one."),
+        ] = "auto",
+    ) -> Annotated[CallToolResult, RecallAnswer]:
+        answer = service.recall(
+            query, limit, type, state, entity, include_deprecated, store=store, scope=scope, mode=mode
+        )
+        return CallToolResult(
+            content=[TextContent(type="text", text=recall_text(answer))],
+            structured_content=answer.model_dump(mode="json"),
+        )
+
+    @tool("Read", read_only, READ)
+    def memory_read(
+        id: str | None = None,
+        path: str | None = None,
+        from_line: Annotated[int | None, Field(ge=1)] = None,
+        to_line: Annotated[int | None, Field(ge=1)] = None,
+        store: StoreArg = None,
+        scope: ScopeArg = None,
+    ) -> ReadAnswer:
+        return service.read(id, path, from_line, to_line, store=store, scope=scope)
+
+    @tool("Update", writes, UPDATE)
+    def memory_update(
+        op: UpdateOp,
+        id: str,
+        title: str | None = None,
+        body: str | None = None,
+        type: TypeName | None = None,
+        trust: TrustName | None = None,
+        entities: list[str] | None = None,
+        source: str | None = None,
+        review_after: str | None = None,
+        state: StateName | None = None,
+        reason: str | None = None,
+        by: str | None = None,
+        other_id: str | None = None,
+        pair_hash: str | None = None,
+        resolution: Resolution | None = None,
+        winner: str | None = None,
+        note: str | None = None,
+        expected_sha256: str | None = None,
+        store: StoreArg = None,
+        scope: ScopeArg = None,
+    ) -> UpdateAnswer:
+        return service.update(
+            op, id, title, body, type, trust, entities, source, review_after, state, reason, by, other_id,
+            pair_hash, resolution, winner, note, expected_sha256, store=store, scope=scope,
+        )  # fmt: skip
+
+    @tool("Forget", ToolAnnotations(read_only_hint=False, destructive_hint=True), FORGET)
+    def memory_forget(
+        id: str,
+        mode: ForgetMode,
+        reason: str | None = None,
+        confirm: bool = False,
+        store: StoreArg = None,
+        scope: ScopeArg = None,
+    ) -> ForgetAnswer:
+        return service.forget(id, mode, reason, confirm, store=store, scope=scope)
+
+    @tool("Status", read_only, STATUS)
+    def memory_status(store: StoreArg = None, scope: ScopeArg = None) -> StatusAnswer:
+        return service.status(store=store, scope=scope)
+
+    @tool("Reindex", ToolAnnotations(read_only_hint=False, idempotent_hint=True), REINDEX)
+    def memory_reindex(
+        ctx: Context, verify: bool = False, store: StoreArg = None, scope: ScopeArg = None
+    ) -> ReindexAnswer:
+        return service.reindex(verify, store=store, scope=scope, progress=_progress_notifier(ctx))
+
+    server = MCPServer(name="memory-mcp", instructions=INSTRUCTIONS, version="0.1.0", tools=registry.tools)
+
+    @server.resource(
+        "memory://context",
+        name="context",
+        title="Memory context",
+        description="Read at session start: the current handoff, the most important memories, unresolved "
+        "conflicts and reviews due, within a byte budget (context.budget_bytes).",
+        mime_type="text/markdown",
+    )
+    def context() -> str:
+        return _context_text(service)
+
+    @server.prompt(
+        name="memory_start",
+        title="Start with memory",
+        description="The memory context for this session and how to use the memory tools.",
+    )
+    def memory_start() -> str:
+        return usage_guide() + "\n\n" + _context_text(service)
+
+    return server
+
+
+def _progress_notifier(ctx: Context) -> ProgressFn:
+    """The core's progress callback as MCP progress notifications (the SDK sends them only when the request
+    carried a progress token). MCP wants `progress` to increase with every notification, so stages (each
+    scope's files, then embeddings) are laid end to end. Tools run in a worker thread: each report is handed
+    to the event loop; the core already limits them to about a hundred per stage."""
+    stage: tuple[str, str] | None = None
+    offset, last = 0, -1
+
+    def notify(p: Progress) -> None:
+        nonlocal stage, offset, last
+        if (p.stage, p.scope) != stage:
+            stage, offset = (p.stage, p.scope), max(last, 0)
+        value = offset + p.done
+        if value > last:
+            last = value
+            anyio.from_thread.run(ctx.report_progress, value, offset + p.total, p.message)
+
+    return notify
+
+
+def _context_text(service: MemoryService) -> str:
+    """The context, or why it is unavailable (a busy or unreadable store must not fail the session start)."""
+    try:
+        return service.context().text
+    except MemoryMcpError as exc:
+        return f"# Memory context\n\nunavailable: {exc}\n"
+
+
+def serve(service: MemoryService) -> None:
+    try:
+        build_server(service).run()
+    finally:
+        service.close()

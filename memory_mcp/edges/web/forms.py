@@ -1,0 +1,40 @@
+"""The edit form: a memory's fields as form values, and the submitted values as `update(op="edit")` arguments."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from ...domain.models import EditableMemory
+
+EDIT_FIELDS = ("title", "body", "type", "trust", "entities", "source", "review_after")
+
+
+def values_of(m: EditableMemory) -> dict[str, str]:
+    """The form's values, filled from the file."""
+    return {
+        "title": m.title,
+        "body": m.body,
+        "type": m.type,
+        "trust": m.trust,
+        "entities": ", ".join(m.entities),
+        "source": m.source,
+        "review_after": m.review_after or "",
+    }
+
+
+def entities_of(text: str) -> list[str]:
+    return [e.strip() for e in text.replace("\n", ",").split(",") if e.strip()]
+
+
+def changes(current: EditableMemory, submitted: dict[str, str]) -> dict[str, Any]:
+    """The form fields that differ from the file, as service.update arguments (only those are sent)."""
+    before = values_of(current)
+    out: dict[str, Any] = {}
+    for key in EDIT_FIELDS:
+        new = submitted[key].strip()
+        if key == "entities":
+            if entities_of(new) != current.entities:
+                out[key] = entities_of(new)
+        elif new != before[key].strip():
+            out[key] = new
+    return out

@@ -1,0 +1,70 @@
+"""The browser view's HTML: Jinja2 templates from `templates/`, every value autoescaped.
+
+Escaping is `html.escape(quote=True)` through the environment's `finalize` hook rather than MarkupSafe's
+own, so pages keep the entities they always had (`&quot;`, `&#x27;`) and `None` prints as nothing.
+`|join` and `~` switch to MarkupSafe's escaping as soon as one part is already markup (a macro's output),
+so templates join plain text only and print macro output on its own.
+"""
+
+from __future__ import annotations
+
+import html
+from typing import Any
+
+from jinja2 import Environment, PackageLoader, StrictUndefined
+from markupsafe import Markup
+
+from ...domain.models import MemoryType, State, Trust
+from .guard import LOOPBACK
+
+
+def _escaped(value: Any) -> Markup:
+    if hasattr(value, "__html__"):  # a macro's output or a block: already HTML
+        return Markup(value)
+    return Markup(html.escape("" if value is None else str(value), quote=True))
+
+
+def day(stamp: str | None) -> str:
+    """The date part of an ISO timestamp."""
+    return (stamp or "")[:10]
+
+
+def plural(n: int, noun: str) -> str:
+    """`1 result`, `2 results`."""
+    return f"{n} {noun}{'s' if n != 1 else ''}"
+
+
+def frontmatter_kind(value: Any) -> str:
+    """How the memory page shows one frontmatter value: a list of mappings, a list, a mapping, blank or text."""
+    if isinstance(value, list):
+        if value and all(isinstance(v, dict) for v in value):
+            return "mappings"
+        return "list" if value else "empty-list"
+    if isinstance(value, dict):
+        return "mapping"
+    return "blank" if value in (None, "") else "text"
+
+
+ENV = Environment(
+    loader=PackageLoader("memory_mcp.edges.web", "templates"),
+    autoescape=True,
+    finalize=_escaped,
+    undefined=StrictUndefined,  # a misspelt name in a template is an error, not an empty string
+    trim_blocks=True,
+    lstrip_blocks=True,
+)
+ENV.globals.update(
+    day=day,
+    frontmatter_kind=frontmatter_kind,
+    loopback=LOOPBACK,
+    plural=plural,
+    memory_types=[t.value for t in MemoryType],
+    trusts=[t.value for t in Trust],
+    state_tabs=[("", "All"), *((s.value, s.value.capitalize()) for s in State)],
+    zip=zip,
+)
+
+
+def render(template: str, /, **values: Any) -> str:
+    """One page (or partial) as HTML."""
+    return ENV.get_template(template).render(**values)

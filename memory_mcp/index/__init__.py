@@ -1,0 +1,1 @@
+"""The derived SQLite index: its schema, migrations and the SQL that reads and writes it."""

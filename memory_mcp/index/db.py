@@ -1,0 +1,515 @@
+"""The derived index: one SQLite file, disposable, rebuilt from canon whenever it is missing or wrong.
+
+Plain SQL, one function per operation. Nothing here decides anything about memories: the
+reconciler and the service call these to mirror the canon.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import sqlite3
+from collections.abc import Iterable, Iterator
+from contextlib import contextmanager
+from dataclasses import dataclass
+from pathlib import Path
+from typing import NamedTuple
+
+from ..canon.files import norm_hash, now_iso
+from ..domain.models import Memory
+
+SCHEMA_VERSION = 4
+
+SCHEMA = """
+CREATE TABLE meta (key TEXT PRIMARY KEY, value TEXT NOT NULL);
+-- one row per canon file seen, parseable or not: the stat gate and the hash ledger
+CREATE TABLE files (
+    path TEXT PRIMARY KEY,
+    mtime_ns INTEGER NOT NULL,
+    size INTEGER NOT NULL,
+    sha256 TEXT NOT NULL,
+    memory_id TEXT,
+    error TEXT,
+    inode INTEGER NOT NULL DEFAULT 0  -- a rename onto a same-size, same-mtime path is still a change
+);
+CREATE INDEX files_with_errors ON files (path) WHERE error IS NOT NULL;  -- listed in every answer
+CREATE TABLE memories (
+    rowid INTEGER PRIMARY KEY,
+    id TEXT NOT NULL UNIQUE,
+    path TEXT NOT NULL UNIQUE,
+    type TEXT NOT NULL,
+    state TEXT NOT NULL,
+    trust TEXT NOT NULL,
+    title TEXT NOT NULL,
+    body TEXT NOT NULL,
+    excerpt TEXT NOT NULL,
+    source TEXT NOT NULL,
+    created TEXT NOT NULL,
+    updated TEXT NOT NULL,
+    review_after TEXT,
+    entities TEXT NOT NULL,        -- JSON list of canonical entity names
+    supersedes TEXT NOT NULL,      -- JSON list of ids
+    superseded_by TEXT NOT NULL,   -- JSON list of ids
+    related TEXT NOT NULL,         -- JSON list of ids
+    title_line INTEGER NOT NULL,
+    body_line INTEGER NOT NULL,
+    norm_hash TEXT NOT NULL,       -- dedupe key: normalised title + body
+    body_sha TEXT NOT NULL         -- detects hand edits of the body
+);
+CREATE INDEX memories_norm_hash ON memories (norm_hash);
+-- the filter columns again, in narrow rows: the search legs join this, not the wide rows above (a third
+-- of a trigram leg's time at 10k memories went on reading memories rows only to test their state)
+CREATE TABLE memory_flags (rowid INTEGER PRIMARY KEY, type TEXT NOT NULL, state TEXT NOT NULL, trust TEXT NOT NULL);
+CREATE INDEX memories_state_type ON memories (state, type);
+CREATE TABLE entities (
+    entity TEXT NOT NULL,
+    memory_rowid INTEGER NOT NULL,
+    PRIMARY KEY (entity, memory_rowid)
+) WITHOUT ROWID;
+CREATE INDEX entities_by_memory ON entities (memory_rowid);
+CREATE TABLE supersede_links (
+    old_id TEXT NOT NULL,
+    new_id TEXT NOT NULL,
+    PRIMARY KEY (old_id, new_id)
+) WITHOUT ROWID;
+CREATE INDEX supersede_links_new ON supersede_links (new_id);
+-- mirrored from the canon (`conflicts:` in the newer memory's frontmatter), so it survives rebuilds
+CREATE TABLE conflicts (
+    pair_hash TEXT PRIMARY KEY,
+    a_id TEXT NOT NULL,
+    b_id TEXT NOT NULL,
+    recorded_in TEXT NOT NULL,
+    status TEXT NOT NULL,
+    detected TEXT NOT NULL,
+    resolution TEXT,
+    resolved TEXT,
+    note TEXT
+);
+CREATE INDEX conflicts_recorded_in ON conflicts (recorded_in);
+-- index-only: recall counts are not canon and do not survive deleting .index/
+CREATE TABLE heat (memory_id TEXT PRIMARY KEY, recalls INTEGER NOT NULL, last_recalled TEXT NOT NULL);
+CREATE VIRTUAL TABLE fts_word USING fts5 (
+    title, entities, body,
+    tokenize = "unicode61 remove_diacritics 2", prefix = '1 2 3'
+);
+CREATE VIRTUAL TABLE fts_tri USING fts5 (title, entities, body, tokenize = 'trigram');
+-- indexed documents (read-only sources from settings): the same ledger idea, and chunks with line ranges
+CREATE TABLE doc_files (
+    path TEXT PRIMARY KEY,           -- absolute path
+    label TEXT NOT NULL,
+    mtime_ns INTEGER NOT NULL,
+    size INTEGER NOT NULL,
+    sha256 TEXT NOT NULL,
+    skipped TEXT,                    -- why it is not indexed (binary, too large, not UTF-8)
+    indexed_at TEXT NOT NULL
+);
+CREATE TABLE doc_chunks (
+    rowid INTEGER PRIMARY KEY,
+    path TEXT NOT NULL,
+    label TEXT NOT NULL,
+    title TEXT NOT NULL,             -- the chunk's heading (or the file name)
+    body TEXT NOT NULL,
+    entities TEXT NOT NULL,          -- the source label, searchable like a memory's entities
+    start_line INTEGER NOT NULL,
+    end_line INTEGER NOT NULL,
+    updated TEXT NOT NULL
+);
+CREATE INDEX doc_chunks_path ON doc_chunks (path);
+CREATE VIRTUAL TABLE fts_doc_word USING fts5 (
+    title, entities, body,
+    tokenize = "unicode61 remove_diacritics 2", prefix = '1 2 3'
+);
+CREATE VIRTUAL TABLE fts_doc_tri USING fts5 (title, entities, body, tokenize = 'trigram');
+"""
+
+
+class IndexUnavailable(Exception):
+    """The index file cannot be opened or created at all (not merely stale)."""
+
+
+class Rollback(Exception):
+    """Raised inside `atomic()` to undo the block on purpose; `atomic()` re-raises it for the caller to catch."""
+
+
+@contextmanager
+def atomic(conn: sqlite3.Connection) -> Iterator[None]:
+    """One write transaction: BEGIN IMMEDIATE ... COMMIT, or a savepoint when one is already open.
+
+    Any exception undoes the block (only the inner one when nested) and propagates. IMMEDIATE takes the
+    write lock at the start, so a writer never fails half-way on a lock another connection holds.
+    """
+    if conn.in_transaction:
+        conn.execute("SAVEPOINT atomic")  # the innermost savepoint of a name is the one ROLLBACK TO reaches
+        try:
+            yield
+        except BaseException:
+            conn.execute("ROLLBACK TO atomic")
+            conn.execute("RELEASE atomic")
+            raise
+        conn.execute("RELEASE atomic")
+        return
+    conn.execute("BEGIN IMMEDIATE")
+    try:
+        yield
+    except BaseException:
+        conn.execute("ROLLBACK")
+        raise
+    conn.execute("COMMIT")
+
+
+def connect(path: Path | str) -> sqlite3.Connection:
+    """A connection to the index file (or ":memory:" when the file cannot be used)."""
+    conn = sqlite3.connect(path, timeout=30, isolation_level=None, check_same_thread=False)
+    conn.row_factory = sqlite3.Row
+    conn.execute("PRAGMA busy_timeout = 30000")
+    conn.execute("PRAGMA journal_mode = WAL")
+    conn.execute("PRAGMA synchronous = NORMAL")
+    return conn
+
+
+# Upgrades that derive what is new from what the index already holds, so recall counts (index-only) and
+# stored vectors survive the upgrade; an index too old for these is rebuilt from canon instead.
+MIGRATIONS = {
+    3: """
+CREATE TABLE memory_flags (rowid INTEGER PRIMARY KEY, type TEXT NOT NULL, state TEXT NOT NULL, trust TEXT NOT NULL);
+INSERT INTO memory_flags (rowid, type, state, trust) SELECT rowid, type, state, trust FROM memories;
+CREATE INDEX files_with_errors ON files (path) WHERE error IS NOT NULL;
+""",
+}
+
+
+def migrate(conn: sqlite3.Connection) -> None:
+    """Bring an older index to SCHEMA_VERSION in place when a migration exists (one transaction per step)."""
+    try:
+        row = conn.execute("SELECT value FROM meta WHERE key = 'schema_version'").fetchone()
+        version = int(row[0]) if row else None
+    except (sqlite3.DatabaseError, ValueError):
+        return  # schema_problem says why
+    while version in MIGRATIONS:
+        with atomic(conn):
+            for statement in filter(str.strip, MIGRATIONS[version].split(";")):
+                conn.execute(statement)
+            version += 1
+            conn.execute("UPDATE meta SET value = ? WHERE key = 'schema_version'", (str(version),))
+
+
+def schema_problem(conn: sqlite3.Connection) -> str | None:
+    """Why this connection's database cannot be used as our index, or None when it can."""
+    try:
+        row = conn.execute("SELECT value FROM meta WHERE key = 'schema_version'").fetchone()
+        if row is None:
+            return "index has no schema version"
+        if int(row[0]) != SCHEMA_VERSION:
+            return f"index schema version {row[0]} != {SCHEMA_VERSION}"
+        conn.execute("SELECT count(*) FROM memories").fetchone()
+        conn.execute("SELECT count(*) FROM fts_word WHERE fts_word MATCH 'x'").fetchone()
+        conn.execute("SELECT count(*) FROM fts_tri WHERE fts_tri MATCH 'xyz'").fetchone()
+        quick = conn.execute("PRAGMA quick_check").fetchone()[0]
+        if quick != "ok":
+            return f"index failed quick_check: {quick}"
+    except (sqlite3.DatabaseError, ValueError) as exc:
+        return f"index unreadable: {exc}"
+    return None
+
+
+def create_schema(conn: sqlite3.Connection) -> None:
+    conn.executescript(SCHEMA)
+    conn.execute(
+        "INSERT INTO meta (key, value) VALUES ('schema_version', ?), ('built_at', ?)",
+        (str(SCHEMA_VERSION), now_iso()),
+    )
+
+
+def remove_files(path: Path) -> None:
+    for suffix in ("", "-wal", "-shm", "-journal"):
+        target = path.with_name(path.name + suffix)
+        try:
+            target.unlink()
+        except FileNotFoundError:
+            pass
+
+
+def meta_value(conn: sqlite3.Connection, key: str) -> str:
+    row = conn.execute("SELECT value FROM meta WHERE key = ?", (key,)).fetchone()
+    return row[0] if row else ""
+
+
+def set_meta(conn: sqlite3.Connection, key: str, value: str) -> None:
+    conn.execute("INSERT OR REPLACE INTO meta (key, value) VALUES (?, ?)", (key, value))
+
+
+def optimize_search(conn: sqlite3.Connection) -> None:
+    """Merge each memory FTS index into one b-tree (FTS5 'optimize'), after a bulk load.
+
+    Row-by-row inserts leave many small segments that every query must visit: merged, the trigram legs of a
+    recall ran ~25% faster at 10k memories, for ~0.8 s of merging once.
+    """
+    for table in ("fts_word", "fts_tri"):
+        conn.execute(f"INSERT INTO {table} ({table}) VALUES ('optimize')")
+
+
+def data_version(conn: sqlite3.Connection) -> int:
+    """Changes whenever *another* connection commits to this database (SQLite's PRAGMA data_version)."""
+    return conn.execute("PRAGMA data_version").fetchone()[0]
+
+
+# ---------------------------------------------------------------- files ledger
+
+
+class FileRow(NamedTuple):
+    """One ledger row. A NamedTuple: the no-change pass loads one per file (3x cheaper than a dataclass)."""
+
+    path: str
+    mtime_ns: int
+    size: int
+    sha256: str
+    memory_id: str | None
+    error: str | None
+    inode: int = 0
+
+
+def file_rows(conn: sqlite3.Connection) -> dict[str, FileRow]:
+    cur = conn.cursor()
+    cur.row_factory = None  # plain tuples: sqlite3.Row objects would double the cost of this hot loop
+    rows = cur.execute("SELECT path, mtime_ns, size, sha256, memory_id, error, inode FROM files")
+    return {r[0]: FileRow._make(r) for r in rows}
+
+
+def file_rows_at(conn: sqlite3.Connection, paths: list[str]) -> dict[str, FileRow]:
+    out: dict[str, FileRow] = {}
+    cur = conn.cursor()
+    cur.row_factory = None
+    for start in range(0, len(paths), 500):
+        chunk = paths[start : start + 500]
+        sql = f"SELECT path, mtime_ns, size, sha256, memory_id, error, inode FROM files WHERE path IN ({','.join('?' * len(chunk))})"
+        out.update((r[0], FileRow._make(r)) for r in cur.execute(sql, chunk))
+    return out
+
+
+def put_file(conn: sqlite3.Connection, row: FileRow) -> None:
+    conn.execute(
+        "INSERT OR REPLACE INTO files (path, mtime_ns, size, sha256, memory_id, error, inode) VALUES (?,?,?,?,?,?,?)",
+        (row.path, row.mtime_ns, row.size, row.sha256, row.memory_id, row.error, row.inode),
+    )
+
+
+def drop_file(conn: sqlite3.Connection, path: str) -> None:
+    conn.execute("DELETE FROM files WHERE path = ?", (path,))
+    drop_memory_at(conn, path)
+
+
+# ---------------------------------------------------------------- memories
+
+
+def pair_hash(a: str, b: str) -> str:
+    lo, hi = sorted((a, b))
+    return hashlib.sha256(f"conflict:{lo}:{hi}".encode()).hexdigest()[:16]
+
+
+def body_sha(body: str) -> str:
+    return hashlib.sha256(body.encode("utf-8")).hexdigest()
+
+
+def entity_text(entities: Iterable[str]) -> str:
+    # "billing-service" is searchable as the words "billing service" as well as the whole name
+    return " ".join(f"{e} {e.replace('-', ' ')}" if "-" in e else e for e in entities)
+
+
+def drop_memory_at(conn: sqlite3.Connection, path: str) -> None:
+    row = conn.execute("SELECT rowid, id FROM memories WHERE path = ?", (path,)).fetchone()
+    if row is None:
+        return
+    _drop_memory_row(conn, row[0], row[1])
+
+
+def _drop_memory_row(conn: sqlite3.Connection, rowid: int, mem_id: str) -> None:
+    conn.execute("DELETE FROM memories WHERE rowid = ?", (rowid,))
+    conn.execute("DELETE FROM memory_flags WHERE rowid = ?", (rowid,))
+    conn.execute("DELETE FROM fts_word WHERE rowid = ?", (rowid,))
+    conn.execute("DELETE FROM fts_tri WHERE rowid = ?", (rowid,))
+    conn.execute("DELETE FROM entities WHERE memory_rowid = ?", (rowid,))
+    conn.execute("DELETE FROM supersede_links WHERE new_id = ?", (mem_id,))
+    conn.execute("DELETE FROM conflicts WHERE recorded_in = ?", (mem_id,))
+
+
+def put_memory(conn: sqlite3.Connection, path: str, mem: Memory, entities: list[str]) -> None:
+    """Insert or replace one memory and everything derived from it (FTS rows, links, conflicts)."""
+    old = conn.execute("SELECT rowid, id FROM memories WHERE path = ? OR id = ?", (path, mem.id)).fetchall()
+    for row in old:
+        _drop_memory_row(conn, row[0], row[1])
+    cur = conn.execute(
+        """INSERT INTO memories (id, path, type, state, trust, title, body, excerpt, source, created,
+               updated, review_after, entities, supersedes, superseded_by, related, title_line,
+               body_line, norm_hash, body_sha)
+           VALUES (?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?)""",
+        (
+            mem.id,
+            path,
+            mem.type.value,
+            mem.state.value,
+            mem.trust.value,
+            mem.title,
+            mem.body,
+            mem.excerpt,
+            mem.source,
+            mem.created,
+            mem.updated,
+            mem.review_after,
+            json.dumps(entities, ensure_ascii=False),
+            json.dumps(mem.supersedes),
+            json.dumps(mem.superseded_by),
+            json.dumps(mem.related),
+            mem.title_line,
+            mem.body_line,
+            norm_hash(mem.title, mem.body),
+            body_sha(mem.body),
+        ),
+    )
+    rowid = cur.lastrowid
+    conn.execute(
+        "INSERT OR REPLACE INTO memory_flags (rowid, type, state, trust) VALUES (?,?,?,?)",
+        (rowid, mem.type.value, mem.state.value, mem.trust.value),
+    )
+    etext = entity_text(entities)
+    conn.execute(
+        "INSERT INTO fts_word (rowid, title, entities, body) VALUES (?,?,?,?)",
+        (rowid, mem.title, etext, mem.body),
+    )
+    conn.execute(
+        "INSERT INTO fts_tri (rowid, title, entities, body) VALUES (?,?,?,?)",
+        (rowid, mem.title, etext, mem.body),
+    )
+    conn.executemany(
+        "INSERT OR IGNORE INTO entities (entity, memory_rowid) VALUES (?, ?)",
+        [(e, rowid) for e in entities],
+    )
+    conn.executemany(
+        "INSERT OR IGNORE INTO supersede_links (old_id, new_id) VALUES (?, ?)",
+        [(old_id, mem.id) for old_id in mem.supersedes],
+    )
+    for c in mem.conflicts:
+        conn.execute(
+            """INSERT OR REPLACE INTO conflicts
+               (pair_hash, a_id, b_id, recorded_in, status, detected, resolution, resolved, note)
+               VALUES (?,?,?,?,?,?,?,?,?)""",
+            (
+                pair_hash(mem.id, c.other_id),
+                c.other_id,
+                mem.id,
+                mem.id,
+                c.status,
+                c.detected,
+                c.resolution,
+                c.resolved,
+                c.note,
+            ),
+        )
+
+
+@dataclass
+class IndexedMemory:
+    rowid: int
+    id: str
+    path: str
+    type: str
+    state: str
+    trust: str
+    title: str
+    body: str
+    excerpt: str
+    source: str
+    created: str
+    updated: str
+    review_after: str | None
+    entities: list[str]
+    supersedes: list[str]
+    superseded_by: list[str]
+    related: list[str]
+    title_line: int
+    body_line: int
+    norm_hash: str
+    body_sha: str
+
+
+_COLUMNS = (
+    "rowid, id, path, type, state, trust, title, body, excerpt, source, created, updated, review_after, "
+    "entities, supersedes, superseded_by, related, title_line, body_line, norm_hash, body_sha"
+)
+
+
+def _indexed(row: sqlite3.Row) -> IndexedMemory:
+    values = list(row)
+    for i in (13, 14, 15, 16):
+        values[i] = json.loads(values[i])
+    return IndexedMemory(*values)
+
+
+def get_memory(conn: sqlite3.Connection, *, mem_id: str | None = None, path: str | None = None):
+    if mem_id is not None:
+        row = conn.execute(f"SELECT {_COLUMNS} FROM memories WHERE id = ?", (mem_id,)).fetchone()
+    else:
+        row = conn.execute(f"SELECT {_COLUMNS} FROM memories WHERE path = ?", (path,)).fetchone()
+    return _indexed(row) if row else None
+
+
+def memories_by_rowid(conn: sqlite3.Connection, rowids: list[int]) -> dict[int, IndexedMemory]:
+    out: dict[int, IndexedMemory] = {}
+    for start in range(0, len(rowids), 500):
+        chunk = rowids[start : start + 500]
+        marks = ",".join("?" * len(chunk))
+        for row in conn.execute(f"SELECT {_COLUMNS} FROM memories WHERE rowid IN ({marks})", chunk):
+            out[row[0]] = _indexed(row)
+    return out
+
+
+def all_memories(conn: sqlite3.Connection) -> list[IndexedMemory]:
+    return [_indexed(r) for r in conn.execute(f"SELECT {_COLUMNS} FROM memories ORDER BY created")]
+
+
+def filtered_memories(
+    conn: sqlite3.Connection, where: str, params: list[object], limit: int, offset: int
+) -> list[IndexedMemory]:
+    """A page of memories under a `Filters.sql()` clause (alias `m`), newest update first."""
+    sql = f"SELECT {_COLUMNS} FROM memories m WHERE 1 = 1{where} ORDER BY m.updated DESC, m.id LIMIT ? OFFSET ?"
+    return [_indexed(r) for r in conn.execute(sql, [*params, limit, offset])]
+
+
+def find_by_norm_hash(conn: sqlite3.Connection, digest: str) -> IndexedMemory | None:
+    """The memory that says exactly this, active first. Deprecated ones never match: a retracted
+    memory comes back only by an explicit reactivation with a reason, so saying it again makes a new one."""
+    row = conn.execute(
+        f"SELECT {_COLUMNS} FROM memories WHERE norm_hash = ? AND state != 'deprecated' "
+        "ORDER BY state = 'active' DESC, created, id LIMIT 1",
+        (digest,),
+    ).fetchone()
+    return _indexed(row) if row else None
+
+
+# ---------------------------------------------------------------- heat
+
+
+def heat_of(conn: sqlite3.Connection, ids: list[str]) -> dict[str, tuple[int, str]]:
+    if not ids:
+        return {}
+    marks = ",".join("?" * len(ids))
+    rows = conn.execute(f"SELECT memory_id, recalls, last_recalled FROM heat WHERE memory_id IN ({marks})", ids)
+    return {r[0]: (r[1], r[2]) for r in rows}
+
+
+def bump_heat(conn: sqlite3.Connection, ids: list[str], when: str) -> None:
+    # one transaction: in autocommit mode each row would be its own commit (10 WAL commits per recall)
+    own = not conn.in_transaction
+    if own:
+        conn.execute("BEGIN IMMEDIATE")
+    try:
+        conn.executemany(
+            """INSERT INTO heat (memory_id, recalls, last_recalled) VALUES (?, 1, ?)
+               ON CONFLICT (memory_id) DO UPDATE SET recalls = recalls + 1, last_recalled = excluded.last_recalled""",
+            [(i, when) for i in ids],
+        )
+        if own:
+            conn.execute("COMMIT")
+    except BaseException:
+        if own:
+            conn.execute("ROLLBACK")
+        raise

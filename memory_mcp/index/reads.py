@@ -1,0 +1,121 @@
+"""The index's read queries the operations need beyond single memories: handoffs, reviews, counts,
+compaction groups, conflict history, browse listings, the verify pass.
+
+Each returns plain rows (tuples) in the order the SQL gives; the tools turn them into answers.
+"""
+
+from __future__ import annotations
+
+import sqlite3
+from collections.abc import Sequence
+
+COUNTED_COLUMNS = ("state", "type", "trust")  # the only columns `counts_by` may group by
+
+
+def active_handoff_ids(conn: sqlite3.Connection) -> list[str]:
+    return [row[0] for row in conn.execute("SELECT id FROM memories WHERE type = 'handoff' AND state = 'active'")]
+
+
+def current_handoff_id(conn: sqlite3.Connection) -> str | None:
+    row = conn.execute(
+        "SELECT id FROM memories WHERE type = 'handoff' AND state = 'active' ORDER BY updated DESC, id LIMIT 1"
+    ).fetchone()
+    return row[0] if row else None
+
+
+def reviews_due(conn: sqlite3.Connection, day: str) -> list[tuple[str, str, str, str]]:
+    """(id, title, path, review_after) of active memories to review on or before `day`, oldest date first."""
+    return [
+        tuple(r)
+        for r in conn.execute(
+            "SELECT id, title, path, review_after FROM memories WHERE state = 'active' "
+            "AND review_after IS NOT NULL AND review_after <= ? ORDER BY review_after",
+            (day,),
+        )
+    ]
+
+
+def active_for_export(conn: sqlite3.Connection) -> list[sqlite3.Row]:
+    """(id, type, title, excerpt, updated) of active memories, newest first."""
+    return conn.execute(
+        "SELECT id, type, title, excerpt, updated FROM memories WHERE state = 'active' "
+        # ids break same-second ties: ULIDs sort by creation time, so this stays newest first
+        "ORDER BY updated DESC, created DESC, id DESC"
+    ).fetchall()
+
+
+def texts_by_id(conn: sqlite3.Connection, ids: Sequence[str]) -> dict[str, tuple[str, str, str]]:
+    """id → (title, body, norm_hash) of the memories with these ids."""
+    out: dict[str, tuple[str, str, str]] = {}
+    for start in range(0, len(ids), 500):
+        chunk = list(ids[start : start + 500])
+        marks = ",".join("?" * len(chunk))
+        for row in conn.execute(f"SELECT id, title, body, norm_hash FROM memories WHERE id IN ({marks})", chunk):
+            out[row[0]] = (row[1], row[2], row[3])
+    return out
+
+
+def memory_count(conn: sqlite3.Connection) -> int:
+    return conn.execute("SELECT count(*) FROM memories").fetchone()[0]
+
+
+def memory_paths(conn: sqlite3.Connection) -> set[str]:
+    return {r[0] for r in conn.execute("SELECT path FROM memories")}
+
+
+def fts_word_row(conn: sqlite3.Connection, rowid: int) -> tuple[str, str] | None:
+    """(title, body) the word index holds for a memory row."""
+    row = conn.execute("SELECT title, body FROM fts_word WHERE rowid = ?", (rowid,)).fetchone()
+    return (row[0], row[1]) if row is not None else None
+
+
+def counts_by(conn: sqlite3.Connection, column: str) -> dict[str, int]:
+    """How many memories have each value of `column` (one of COUNTED_COLUMNS)."""
+    if column not in COUNTED_COLUMNS:
+        raise ValueError(f"counts_by: {column!r} is not one of {COUNTED_COLUMNS}")
+    return {r[0]: r[1] for r in conn.execute(f"SELECT {column}, count(*) FROM memories GROUP BY {column}")}
+
+
+def stale_episodes(conn: sqlite3.Connection, cutoff: str) -> list[tuple[str, str, str, str]]:
+    """(entity, id, title, created) of active, unsuperseded episodes neither updated nor recalled since `cutoff`."""
+    return [
+        tuple(r)
+        for r in conn.execute(
+            """SELECT e.entity, m.id, m.title, m.created FROM memories m
+           JOIN entities e ON e.memory_rowid = m.rowid
+           LEFT JOIN heat h ON h.memory_id = m.id
+           WHERE m.type = 'episode' AND m.state = 'active' AND m.updated < ?
+             AND (h.last_recalled IS NULL OR h.last_recalled < ?) AND m.superseded_by = '[]'
+           ORDER BY e.entity, m.created""",
+            (cutoff, cutoff),
+        )
+    ]
+
+
+def conflict_history(conn: sqlite3.Connection, mem_id: str) -> list[sqlite3.Row]:
+    """(pair_hash, a_id, b_id, status, detected, resolution, resolved, note, other's title) of every pair
+    the memory is in, oldest first."""
+    return conn.execute(
+        "SELECT c.pair_hash, c.a_id, c.b_id, c.status, c.detected, c.resolution, c.resolved, c.note, m.title "
+        "FROM conflicts c LEFT JOIN memories m ON m.id = (CASE WHEN c.a_id = ? THEN c.b_id ELSE c.a_id END) "
+        "WHERE c.a_id = ? OR c.b_id = ? ORDER BY c.detected",
+        (mem_id, mem_id, mem_id),
+    ).fetchall()
+
+
+def conflict_pair(conn: sqlite3.Connection, pair_hash: str) -> tuple[str, str, str, str] | None:
+    """(a_id, b_id, recorded_in, status) of one recorded pair."""
+    row = conn.execute(
+        "SELECT a_id, b_id, recorded_in, status FROM conflicts WHERE pair_hash = ?", (pair_hash,)
+    ).fetchone()
+    return tuple(row) if row is not None else None
+
+
+def state_counts(conn: sqlite3.Connection, where: str, params: Sequence[object]) -> dict[str, int]:
+    """Memories per state among those matching `where` (a Filters clause over alias m)."""
+    sql = f"SELECT m.state, count(*) FROM memories m WHERE 1 = 1{where} GROUP BY 1"
+    return {r[0]: r[1] for r in conn.execute(sql, list(params))}
+
+
+def entity_names(conn: sqlite3.Connection) -> list[str]:
+    return [r[0] for r in conn.execute("SELECT DISTINCT entity FROM entities ORDER BY entity")]

@@ -1,0 +1,287 @@
+"""The query planner: user text → safe FTS5 expressions and LIKE probes → ranked candidates.
+
+User text is never FTS5 syntax: it is split into word terms and every term is emitted as a quoted
+string, so quotes, AND, `*` and parentheses are just text. Legs:
+
+- word FTS5 (unicode61, diacritics removed) with prefix matching on a light stem, so Korean particles
+  and verb endings (보안을 끄는 → 보안*, 끄*) and English plurals are absorbed; all terms first, any
+  term when all-terms found fewer results than asked for;
+- trigram FTS5 for substrings and the whole phrase;
+- LIKE for terms of one or two characters that trigrams cannot see.
+"""
+
+from __future__ import annotations
+
+import re
+import sqlite3
+from dataclasses import dataclass, field
+
+from ..canon.dictionary import EntityDictionary
+from ..domain.ranking import DEFAULT, RankingConstants
+from ..domain.text import Term, fold, stem
+
+CANDIDATES_PER_LEG = DEFAULT.candidates_per_leg  # the default; plans use RankingConstants.candidates_per_leg
+MAX_QUERY_CHARS = 2000
+_WORD = re.compile(r"\w+", re.UNICODE)
+# Too common to be worth a LIKE scan (the word legs still see them).
+_SHORT_STOPWORDS = {
+    "a", "an", "am", "as", "at", "be", "by", "do", "go", "he", "i", "if", "in", "is", "it", "me", "my",
+    "no", "of", "on", "or", "so", "to", "up", "us", "we", "de", "el", "la", "lo", "en", "y", "o", "se",
+    "un", "al", "es", "su", "the", "and",
+}  # fmt: skip
+
+
+def terms_of(query: str, dictionary: EntityDictionary | None = None) -> list[Term]:
+    words = [fold(w) for w in _WORD.findall(query[:MAX_QUERY_CHARS])]
+    seen: dict[str, Term] = {}
+    for w in words:
+        w = w.replace("_", "")
+        if w and w not in seen:
+            seen[w] = Term(text=w, stem=stem(w))
+    terms = list(seen.values())
+    if dictionary is not None:
+        for canonical in dictionary.expand_query_terms([t.text for t in terms]):
+            # attach the canonical name to the alias term so all-terms mode accepts either spelling
+            for t in terms:
+                if dictionary.canonical(t.text) == canonical or canonical.startswith(t.text):
+                    t.variants.append(canonical)
+                    break
+            else:
+                terms.append(Term(text=canonical, stem=canonical))
+    return terms
+
+
+def _quote(text: str) -> str:
+    return '"' + text.replace('"', '""') + '"'
+
+
+def _word_group(t: Term) -> str:
+    options = [_quote(t.stem) + " *"]
+    for v in t.variants:
+        options.extend(_quote(part) + " *" for part in v.split("-") if part)
+    return options[0] if len(options) == 1 else "(" + " OR ".join(options) + ")"
+
+
+def word_match(terms: list[Term], all_terms: bool) -> str:
+    groups = [_word_group(t) for t in terms if len(t.stem) >= 1]
+    return (" AND " if all_terms else " OR ").join(groups)
+
+
+# Function words of the languages the example store holds (en, es). They still go to the word leg (bm25's
+# IDF already makes them cheap there), but they do not count for coverage and get no trigram expansion:
+# "what did Caroline do" is about Caroline, and a memory without "what" is not a worse answer.
+STOPWORDS = frozenset(
+    """what when where who whom which why how did does do done is are was were be been being the a an of to in
+    on at for with and or but by from about as has have had his her hers their theirs them they he she it its this
+    that these those i you we my your our me us not no can could would should will shall may might than then there
+    here into onto over under up down out off so if just also any some all each other such only own same too very s
+    t que qué cuando cuándo donde dónde quien quién como cómo cual cuál el la los las un una unos unas de del y o en
+    por para con es son fue era su sus lo le les se al""".split()
+)
+
+
+def trigram_match(terms: list[Term], phrase: str) -> str | None:
+    """OR of the whole terms, their stems, their dictionary variants and the phrase: what the leg retrieves."""
+    parts = {t.text for t in terms if len(t.text) >= 3}
+    parts |= {t.stem for t in terms if len(t.stem) >= 3}
+    for t in terms:
+        parts |= {v for v in t.variants if len(v) >= 3}
+    folded_phrase = " ".join(fold(w) for w in _WORD.findall(phrase))
+    if len(terms) > 1 and len(folded_phrase) >= 3:
+        parts.add(folded_phrase)
+    return " OR ".join(_quote(p) for p in sorted(parts)) if parts else None
+
+
+def gram_match(terms: list[Term], phrase: str, gram_min_len: int = DEFAULT.gram_min_len) -> str | None:
+    """The trigram expression plus every trigram of each longer content word: what the leg scores with.
+
+    The trigrams let "painting" meet "painted" and "camping" meet "camp" (bm25 rewards the memory that
+    shares the most of them), which a stemmer would need a rule for in every language. They only score
+    memories another leg found: a nonsense word must not find memories that merely share letters.
+    None when no term is long enough to add anything.
+    """
+    grams: set[str] = set()
+    for t in terms:
+        if len(t.text) >= gram_min_len and t.text not in STOPWORDS:
+            grams |= {t.text[i : i + 3] for i in range(len(t.text) - 2)}
+    if not grams:
+        return None
+    whole = trigram_match(terms, phrase)
+    return " OR ".join(([whole] if whole else []) + [_quote(g) for g in sorted(grams)])
+
+
+def like_terms(terms: list[Term]) -> list[str]:
+    out: list[str] = []
+    for t in terms:
+        for candidate in {t.text, t.stem}:
+            if 1 <= len(candidate) <= 2 and candidate not in _SHORT_STOPWORDS and candidate not in out:
+                if len(candidate) == 1 and candidate.isascii():
+                    continue
+                out.append(candidate)
+    return out
+
+
+@dataclass
+class Filters:
+    types: list[str] = field(default_factory=list)
+    states: list[str] = field(default_factory=list)
+    entity: str | None = None
+    include_deprecated: bool = False
+    trusts: list[str] = field(default_factory=list)
+
+    def sql(self) -> tuple[str, list[object]]:
+        clauses: list[str] = []
+        params: list[object] = []
+        if self.types:
+            clauses.append(f"m.type IN ({','.join('?' * len(self.types))})")
+            params.extend(self.types)
+        if self.states:
+            clauses.append(f"m.state IN ({','.join('?' * len(self.states))})")
+            params.extend(self.states)
+        elif not self.include_deprecated:
+            clauses.append("m.state != 'deprecated'")
+        if self.trusts:
+            clauses.append(f"m.trust IN ({','.join('?' * len(self.trusts))})")
+            params.extend(self.trusts)
+        if self.entity:
+            clauses.append("m.rowid IN (SELECT memory_rowid FROM entities WHERE entity = ?)")
+            params.append(self.entity)
+        return (" AND " + " AND ".join(clauses) if clauses else ""), params
+
+
+@dataclass(frozen=True)
+class Corpus:
+    """Which tables a search runs over: memories, or indexed document chunks (same column names)."""
+
+    word: str
+    trigram: str
+    rows: str
+    filter_rows: str  # narrow rows holding what `Filters` tests (type, state, trust), joined by the FTS legs
+
+
+MEMORIES = Corpus("fts_word", "fts_tri", "memories", "memory_flags")
+DOCUMENTS = Corpus("fts_doc_word", "fts_doc_tri", "doc_chunks", "doc_chunks")
+
+
+@dataclass
+class Candidate:
+    rowid: int
+    word: float = 0.0  # raw bm25 (higher is better)
+    trigram: float = 0.0
+    like: float = 0.0  # share of LIKE terms found
+
+
+@dataclass
+class Plan:
+    terms: list[Term]
+    legs: list[str]
+    candidates: dict[int, Candidate]
+
+
+def plan_and_fetch(
+    conn: sqlite3.Connection,
+    query: str,
+    filters: Filters | None,
+    want: int,
+    dictionary: EntityDictionary | None = None,
+    k: RankingConstants = DEFAULT,
+    corpus: Corpus = MEMORIES,
+) -> Plan:
+    """Candidates with raw leg scores. `filters=None` means no filter (documents have no state/type)."""
+    terms = terms_of(query, dictionary)
+    plan = Plan(terms=terms, legs=[], candidates={})
+    if not terms:
+        return plan
+    where, params = filters.sql() if filters is not None else ("", [])
+    w_title, w_ent, w_body = k.column_weights
+    depth = max(k.candidates_per_leg, want)
+
+    def run_fts(table: str, expr: str, weights: str, only: list[int] | None = None) -> list[tuple[int, float]]:
+        # unary + keeps SQLite from handing the rowid list to FTS5, which would re-run the match once per rowid;
+        # CROSS JOIN pins FTS5 as the outer loop for the same reason (with a small joined table the planner
+        # otherwise scans that table and runs the match once per row: 10x slower at 10k memories)
+        among = f" AND +f.rowid IN ({','.join('?' * len(only))})" if only else ""
+        sql = (
+            f"SELECT f.rowid, -bm25({table}, {weights}) AS s FROM {table} f "
+            f"CROSS JOIN {corpus.filter_rows} m ON m.rowid = f.rowid WHERE {table} MATCH ?{where}{among} "
+            f"ORDER BY s DESC LIMIT {len(only) if only else depth}"
+        )
+        try:
+            return [(r[0], r[1]) for r in conn.execute(sql, [expr, *params, *(only or [])])]
+        except sqlite3.OperationalError:
+            return []  # an expression FTS5 still rejects (should not happen: every term is quoted)
+
+    weights = f"{w_title}, {w_ent}, {w_body}"
+    hits = run_fts(corpus.word, word_match(terms, all_terms=True), weights)
+    plan.legs.append("all-terms")
+    if len(hits) < want and len(terms) > 1:
+        plan.legs.append("any-term")
+        seen = {r for r, _ in hits}
+        # all-terms hits keep their rank above any-term hits: they are placed first with their score
+        extra = [(r, s) for r, s in run_fts(corpus.word, word_match(terms, all_terms=False), weights) if r not in seen]
+        hits += extra
+    for rowid, s in hits:
+        plan.candidates.setdefault(rowid, Candidate(rowid)).word = max(s, 0.0)
+    tri_expr = trigram_match(terms, query)
+    if tri_expr:
+        plan.legs.append("trigram")
+        for rowid, s in run_fts(corpus.trigram, tri_expr, weights):
+            plan.candidates.setdefault(rowid, Candidate(rowid)).trigram = max(s, 0.0)
+    gram_expr = gram_match(terms, query, k.gram_min_len)
+    if gram_expr and plan.candidates:
+        # re-score every candidate with the trigram expression widened by word trigrams (retrieves nothing new)
+        plan.legs.append("trigram-grams")
+        for c in plan.candidates.values():
+            c.trigram = 0.0
+        for rowid, s in run_fts(corpus.trigram, gram_expr, weights, only=list(plan.candidates)):
+            plan.candidates[rowid].trigram = max(s, 0.0)
+    short = like_terms(terms)
+    if short:
+        plan.legs.append("like")
+        found: dict[int, int] = {}
+        extra_where, extra_params = where, list(params)
+        if len(plan.candidates) >= want:
+            # a full LIKE scan costs O(store) and can flood the ranking with weak hits: once the indexed legs
+            # found as many as asked for, LIKE only scores those (the all-terms → any-term rule again)
+            ids = list(plan.candidates)
+            extra_where += f" AND m.rowid IN ({','.join('?' * len(ids))})"
+            extra_params += ids
+        for term in short:
+            pattern = "%" + term.replace("\\", "\\\\").replace("%", "\\%").replace("_", "\\_") + "%"
+            sql = (
+                f"SELECT m.rowid FROM {corpus.rows} m WHERE (m.title LIKE ? ESCAPE '\\' OR m.body LIKE ? ESCAPE '\\' "
+                f"OR m.entities LIKE ? ESCAPE '\\'){extra_where} LIMIT {depth * 5}"
+            )
+            for (rowid,) in conn.execute(sql, [pattern, pattern, pattern, *extra_params]):
+                found[rowid] = found.get(rowid, 0) + 1
+        for rowid, n in found.items():
+            plan.candidates.setdefault(rowid, Candidate(rowid)).like = n / len(short)
+    return plan
+
+
+def coverage(terms: list[Term], folded_text: str) -> float:
+    """Share of the query's content words (stopwords left out unless there is nothing else) in the text."""
+    terms = [t for t in terms if t.text not in STOPWORDS] or terms
+    if not terms:
+        return 0.0
+    found = 0
+    for t in terms:
+        options = [t.stem, *t.variants, *(v.replace("-", " ") for v in t.variants)]
+        if any(o and o in folded_text for o in options):
+            found += 1
+    return found / len(terms)
+
+
+def best_line(terms: list[Term], title: str, title_line: int, body: str, body_line: int) -> int:
+    """The file line holding the most query terms (the title line when it ties the best body line)."""
+    best, best_hits = title_line, _line_hits(terms, fold(title))
+    # folding never adds or removes a newline, so the folded body splits into the same lines
+    for offset, line in enumerate(fold(body).split("\n")):
+        hits = _line_hits(terms, line)
+        if hits > best_hits:
+            best, best_hits = body_line + offset, hits
+    return best
+
+
+def _line_hits(terms: list[Term], folded_line: str) -> int:
+    return sum(1 for t in terms if t.stem and t.stem in folded_line)

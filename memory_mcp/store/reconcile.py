@@ -1,0 +1,367 @@
+"""Bring the index in line with the canon: stat gate → sha256 → re-index only what changed.
+
+Runs at the start of every tool call, so it must be cheap when nothing changed (one stat per file,
+no reads) and must never fail because one file is bad or changes underneath it.
+"""
+
+from __future__ import annotations
+
+import errno
+import os
+import sqlite3
+import stat
+import time
+from collections.abc import Callable
+from dataclasses import dataclass
+from pathlib import Path
+from typing import NamedTuple
+
+from ..canon import files as canon
+from ..canon.dictionary import EntityDictionary
+from ..domain.errors import ContainmentError
+from ..domain.models import ReconcileReport, Unparseable
+from ..domain.vocabulary import State
+from ..index import db as ix
+from .paths import Store
+
+# A pass that (re)indexed at least this many memories, and at least a tenth of the store, ends by merging
+# the FTS indexes (a first index, a rebuild, a large git pull); small edits leave that to FTS5's automerge.
+BULK_REINDEX = 200
+
+# A file modified this close to the moment we read it may be modified again within the same
+# mtime tick with the same size; such an entry is recorded as "racy" (mtime 0) so the next pass
+# hashes it again instead of trusting the stat (the same trick git uses for its index).
+RACY_WINDOW_NS = 50_000_000
+
+
+class DiskEntry(NamedTuple):
+    # a NamedTuple, not a frozen dataclass: one is built per file on every call, and this is 3x cheaper
+    mtime_ns: int
+    size: int
+    problem: str | None = None
+    inode: int = 0
+
+
+class StatGate:
+    """Lists canon files with their (mtime_ns, size); says which differ from the ledger."""
+
+    def __init__(self, store: Store) -> None:
+        self.store = store
+        self.real_root = store.root.resolve()
+        self.real_memories = store.memories_dir.resolve()
+        # what the last scan walked: the folders (for a change watch) and whether a symlink was among them
+        self.folders: list[Path] = []
+        self.saw_symlink = False
+
+    def scan(self) -> dict[str, DiskEntry]:
+        out: dict[str, DiskEntry] = {}
+        self.folders, self.saw_symlink = [], False
+        top = self.store.memories_dir
+        if not top.is_dir():
+            return out
+        stack = [top]
+        seen_dirs = {top.resolve()}
+        while stack:
+            folder = stack.pop()
+            self.folders.append(folder)
+            try:
+                entries = list(os.scandir(folder))
+            except OSError:
+                continue
+            # one Path computation per folder, not per file: this loop runs on every tool call
+            prefix = self.store.relative(folder) + "/"
+            for entry in entries:
+                if entry.name.startswith("."):
+                    continue
+                rel = prefix + entry.name
+                if entry.is_symlink():
+                    self.saw_symlink = True
+                    problem = self._symlink_problem(Path(entry.path))
+                    if problem:
+                        if entry.name.endswith(".md"):
+                            out[rel] = DiskEntry(0, 0, problem)
+                        continue
+                try:
+                    if entry.is_dir():
+                        real = Path(entry.path).resolve()
+                        if real not in seen_dirs:
+                            seen_dirs.add(real)
+                            stack.append(Path(entry.path))
+                        continue
+                    if not entry.name.endswith(".md") or not entry.is_file():
+                        continue
+                    st = entry.stat()
+                except OSError:
+                    continue
+                out[rel] = DiskEntry(st.st_mtime_ns, st.st_size, inode=st.st_ino)
+        return out
+
+    def _symlink_problem(self, path: Path) -> str | None:
+        try:
+            real = path.resolve(strict=True)
+        except (OSError, RuntimeError):
+            return "symlink loop or dangling symlink"
+        if real != self.real_root and self.real_root not in real.parents:
+            return "symlink points outside the store"
+        if real != self.real_memories and self.real_memories not in real.parents:
+            # .index/, dictionary.md and the rest of the store are not memories, even through a link
+            return "symlink points outside memories/"
+        return None
+
+    @staticmethod
+    def unchanged(row: ix.FileRow | None, entry: DiskEntry) -> bool:
+        if row is None or row.mtime_ns != entry.mtime_ns or row.size != entry.size:
+            return False
+        # the inode catches files swapped by renames that keep size and mtime (0 = unknown, e.g. Windows)
+        return not row.inode or not entry.inode or row.inode == entry.inode
+
+
+def reconcile(
+    store: Store,
+    conn: sqlite3.Connection,
+    dictionary: EntityDictionary,
+    gate: StatGate | None = None,
+    suspects: set[str] | frozenset[str] = frozenset(),
+    progress: Callable[[int, int], None] | None = None,
+) -> ReconcileReport:
+    """One pass. `suspects` (paths a change watch saw written) are hashed even when their stat looks unchanged.
+
+    `progress(done, total)` hears how many of the scanned files have been looked at (reindex shows it)."""
+    started = time.perf_counter()
+    gate = gate or StatGate(store)
+    disk = gate.scan()
+    known = ix.file_rows(conn)
+    report = ReconcileReport(scanned=len(disk))
+    step = progress or (lambda done, total: None)
+    with ix.atomic(conn):
+        for rel in sorted(known.keys() - disk.keys()):
+            ix.drop_file(conn, rel)
+            report.removed += 1
+        # owners only matter for files recorded as duplicates; skip the full id scan when there are none
+        has_dupes = any(r.error and r.error.startswith("duplicate id") for r in known.values())
+        owners = {r[0] for r in conn.execute("SELECT id FROM memories")} if has_dupes else set()
+        for done, rel in enumerate(sorted(disk)):
+            step(done, len(disk))
+            entry = disk[rel]
+            row = known.get(rel)
+            retry = row is not None and _duplicate_owner_gone(row, owners)
+            if entry.problem is not None:
+                if row is None or row.error != entry.problem:
+                    ix.drop_memory_at(conn, rel)
+                    ix.put_file(conn, ix.FileRow(rel, 0, 0, "", None, entry.problem))
+                    report.reindexed += 1
+                continue
+            if StatGate.unchanged(row, entry) and not retry and rel not in suspects:
+                continue
+            outcome = index_file(store, conn, dictionary, rel, known_sha=None if retry else _sha(row))
+            report.hashed += outcome.hashed
+            report.reindexed += outcome.reindexed
+            report.removed += outcome.removed
+            if outcome.memory_id:
+                owners.add(outcome.memory_id)
+        # Swapped or rotated files (a↔b by hand, a git checkout) make a file look like a duplicate of
+        # one whose old row is only replaced later in this pass: retry those now, so this call's
+        # answer is already right instead of the next one's.
+        dupes = conn.execute(
+            "SELECT path, mtime_ns, size, sha256, memory_id, error, inode FROM files "
+            "WHERE error LIKE 'duplicate id%' ORDER BY path"
+        ).fetchall()
+        owners = {r[0] for r in conn.execute("SELECT id FROM memories")} if dupes else set()
+        for dupe in dupes:
+            row = ix.FileRow(*dupe)
+            if row.path in disk and _duplicate_owner_gone(row, owners):
+                outcome = index_file(store, conn, dictionary, row.path)
+                if outcome.memory_id:
+                    owners.add(outcome.memory_id)
+        step(len(disk), len(disk))
+        if report.reindexed >= max(BULK_REINDEX, len(disk) // 10):
+            ix.optimize_search(conn)
+    report.unparseable = conn.execute("SELECT count(*) FROM files WHERE error IS NOT NULL").fetchone()[0]
+    report.seconds = round(time.perf_counter() - started, 6)
+    return report
+
+
+def reconcile_files(
+    store: Store, conn: sqlite3.Connection, dictionary: EntityDictionary, rels: set[str]
+) -> ReconcileReport | None:
+    """A pass over only these files (a change watch named them, and no folder changed): what a full pass
+    would do for them, without stat-ing the rest. None when only a full pass can judge (a duplicate id,
+    a symlink, something that is not a regular file): nothing is changed then."""
+    started = time.perf_counter()
+    if _has_duplicate_ids(conn):
+        return None
+    # the scan's rules: Markdown files only, hidden names skipped
+    wanted = sorted(r for r in rels if r.endswith(".md") and not any(p.startswith(".") for p in r.split("/")))
+    gone, present = [], []
+    for rel in wanted:
+        try:
+            mode = os.lstat(store.root / rel).st_mode
+        except FileNotFoundError:
+            gone.append(rel)
+            continue
+        except OSError:
+            return None
+        if not stat.S_ISREG(mode):
+            return None
+        present.append(rel)
+    known = ix.file_rows_at(conn, wanted)
+    report = ReconcileReport()
+    try:
+        with ix.atomic(conn):
+            for rel in gone:  # removals first, as in the full pass: a rename must not look like a duplicate
+                if rel in known:
+                    ix.drop_file(conn, rel)
+                    report.removed += 1
+            for rel in present:
+                outcome = index_file(store, conn, dictionary, rel, known_sha=_sha(known.get(rel)))
+                report.hashed += outcome.hashed
+                report.reindexed += outcome.reindexed
+                report.removed += outcome.removed
+            if _has_duplicate_ids(conn):  # this pass made one: only the full pass's retry settles it
+                raise ix.Rollback
+    except ix.Rollback:
+        return None
+    report.scanned = conn.execute("SELECT count(*) FROM files").fetchone()[0]
+    report.unparseable = conn.execute("SELECT count(*) FROM files WHERE error IS NOT NULL").fetchone()[0]
+    report.seconds = round(time.perf_counter() - started, 6)
+    return report
+
+
+def _has_duplicate_ids(conn: sqlite3.Connection) -> bool:
+    return conn.execute("SELECT 1 FROM files WHERE error LIKE 'duplicate id%' LIMIT 1").fetchone() is not None
+
+
+def _sha(row: ix.FileRow | None) -> str | None:
+    return row.sha256 if row is not None else None
+
+
+def _duplicate_owner_gone(row: ix.FileRow, owners: set[str]) -> bool:
+    return bool(row.error and row.error.startswith("duplicate id") and row.memory_id not in owners)
+
+
+@dataclass
+class FileOutcome:
+    hashed: int = 0
+    reindexed: int = 0
+    removed: int = 0
+    memory_id: str | None = None
+
+
+def index_file(
+    store: Store,
+    conn: sqlite3.Connection,
+    dictionary: EntityDictionary,
+    rel: str,
+    known_sha: str | None = None,
+) -> FileOutcome:
+    """Hash one file and, when its content is new, parse and index it (inside the caller's transaction)."""
+    outcome = FileOutcome()
+    try:
+        path = store.memory_file(rel)
+    except ContainmentError as exc:  # defence in depth: the scan already reports links leading outside
+        ix.drop_memory_at(conn, rel)
+        ix.put_file(conn, ix.FileRow(rel, 0, 0, "", None, str(exc)[:500]))
+        outcome.reindexed = 1
+        return outcome
+    try:
+        before, data = _read_capped(path)
+    except FileNotFoundError:
+        ix.drop_file(conn, rel)
+        outcome.removed = 1
+        return outcome
+    except OSError as exc:
+        ix.drop_memory_at(conn, rel)
+        ix.put_file(conn, ix.FileRow(rel, 0, 0, "", None, f"cannot read: {exc.strerror}"))
+        outcome.reindexed = 1
+        return outcome
+    outcome.hashed = 1
+    sha = canon.sha256_bytes(data)
+    mtime = _gate_mtime(before.st_mtime_ns)
+    if known_sha is not None and sha == known_sha:
+        conn.execute(
+            "UPDATE files SET mtime_ns = ?, size = ?, inode = ? WHERE path = ?",
+            (mtime, before.st_size, before.st_ino, rel),
+        )
+        return outcome
+    outcome.reindexed = 1
+    fallback_time = _iso_from_ns(before.st_mtime_ns)
+    try:
+        mem = canon.parse(data, Path(rel).stem, fallback_time)
+    except Exception as exc:
+        # CanonError is the expected kind; anything else is a parser bug, and one file must never stop
+        # the pass that keeps every other memory findable: record it as this file's reason instead
+        reason = str(exc) if isinstance(exc, canon.CanonError) else f"cannot parse ({type(exc).__name__}: {exc})"
+        reason = reason.encode("utf-8", "backslashreplace").decode("utf-8")  # always storable in SQLite
+        ix.drop_memory_at(conn, rel)
+        ix.put_file(conn, ix.FileRow(rel, mtime, before.st_size, sha, None, reason[:500], before.st_ino))
+        return outcome
+    owner = conn.execute("SELECT path FROM memories WHERE id = ?", (mem.id,)).fetchone()
+    if owner is not None and owner[0] != rel:
+        ix.drop_memory_at(conn, rel)
+        reason = f"duplicate id {mem.id} (also in {owner[0]})"
+        ix.put_file(conn, ix.FileRow(rel, mtime, before.st_size, sha, mem.id, reason, before.st_ino))
+        return outcome
+    previous = ix.get_memory(conn, path=rel)
+    if (
+        previous is not None
+        and previous.state == State.ARCHIVED.value
+        and mem.state is State.ARCHIVED
+        and previous.body_sha != ix.body_sha(mem.body)
+    ):
+        # A person edited an archived memory's body by hand: they are using it again. Only when the file
+        # is still the bytes just read (a newer save is never overwritten; the next pass sees it), and
+        # only when it can be written (a read-only store keeps it archived).
+        try:
+            sha = canon.rewrite(path, _reactivate, expected_sha=sha)
+            before = path.stat()
+        except (canon.CanonError, OSError):
+            pass
+        else:
+            mtime = _gate_mtime(before.st_mtime_ns)
+            mem.state = State.ACTIVE
+            mem.updated = canon.now_iso()
+    ix.put_memory(conn, rel, mem, dictionary.normalise(mem.entities))
+    ix.put_file(conn, ix.FileRow(rel, mtime, before.st_size, sha, mem.id, None, before.st_ino))
+    outcome.memory_id = mem.id
+    return outcome
+
+
+def _read_capped(path: Path) -> tuple[os.stat_result, bytes]:
+    """The file's stat and at most MAX_FILE_BYTES + 1 of its bytes, from one open file.
+
+    O_NONBLOCK and the regular-file check keep a FIFO or device swapped in after the scan from blocking
+    the pass; fstat describes exactly the file that was read, even if it is replaced meanwhile.
+    """
+    fd = os.open(path, os.O_RDONLY | getattr(os, "O_NONBLOCK", 0) | getattr(os, "O_BINARY", 0))
+    try:
+        st = os.fstat(fd)
+        if not stat.S_ISREG(st.st_mode):
+            raise OSError(errno.EINVAL, "not a regular file", str(path))
+        chunks, left = [], canon.MAX_FILE_BYTES + 1
+        while left > 0:
+            chunk = os.read(fd, min(left, 1 << 20))
+            if not chunk:
+                break
+            chunks.append(chunk)
+            left -= len(chunk)
+        return st, b"".join(chunks)
+    finally:
+        os.close(fd)
+
+
+def _reactivate(meta: dict) -> None:
+    meta["state"] = State.ACTIVE.value
+    meta["updated"] = canon.now_iso()
+
+
+def _gate_mtime(mtime_ns: int) -> int:
+    return 0 if time.time_ns() - mtime_ns < RACY_WINDOW_NS else mtime_ns
+
+
+def _iso_from_ns(ns: int) -> str:
+    return time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime(ns / 1e9))
+
+
+def unparseable_files(conn: sqlite3.Connection) -> list[Unparseable]:
+    rows = conn.execute("SELECT path, error FROM files WHERE error IS NOT NULL ORDER BY path")
+    return [Unparseable(path=r[0], reason=r[1]) for r in rows]

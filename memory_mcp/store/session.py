@@ -1,0 +1,432 @@
+"""One open store: its index connection, its locks, its dictionary, and the reconcile-first rule.
+
+Every operation runs inside `StoreSession.transaction()`: a per-process lock (tool calls run in worker
+threads) plus a cross-process file lock (several servers and the CLI may share a store), then a
+reconcile so the answer reflects the canon as it is on disk right now.
+"""
+
+from __future__ import annotations
+
+import os
+import sqlite3
+import stat
+import threading
+from collections.abc import Callable, Iterator, Sequence
+from contextlib import contextmanager
+from pathlib import Path
+
+from ..canon import files as canon
+from ..canon.dictionary import EntityDictionary
+from ..domain.errors import StoreAccessError
+from ..domain.models import ConflictSummary, DocumentsReport, IndexReport, ReconcileReport, ScopeReport
+from ..index import db as ix
+from ..index import vectors as vector_table
+from .documents import DocumentSource, reconcile_documents
+from .lock import StoreLock
+from .paths import Store
+from .reconcile import StatGate, index_file, reconcile, reconcile_files, unparseable_files
+from .watch import CanonWatch
+
+# SQLite errors that mean "wait", not "this index is damaged or unusable"
+_TRANSIENT_SQLITE = ("SQLITE_BUSY", "SQLITE_LOCKED", "SQLITE_INTERRUPT", "SQLITE_NOMEM")
+
+
+# every answer's index report lists at most this many open conflicts per scope, with the total beside it
+REPORTED_CONFLICTS = 10
+
+
+class StoreSession:
+    def __init__(
+        self,
+        store: Store,
+        scope: str = "global",
+        sources: Sequence[DocumentSource] = (),
+        chunk_chars: int = 1200,
+        change_watch: bool = True,
+    ) -> None:
+        self.store = store
+        self.scope = scope
+        # document sources are indexed by the store that is this server's home (local when a project is bound)
+        self.sources = tuple(sources)
+        self.chunk_chars = chunk_chars
+        self.last_documents = DocumentsReport()
+        self._thread_lock = threading.RLock()
+        self._conn: sqlite3.Connection | None = None
+        self._db_inode: int | None = None
+        # (inode, size, mtime_ns) of the index file when this session last let go of it: a change seen at the
+        # next call means another process checkpointed it, or something damaged it (then it is re-checked)
+        self._db_stamp: tuple[int, int, int] | None = None
+        # set when the index file cannot be used (read-only .index/, read-only disk): why, for every answer
+        self.index_in_memory: str | None = None
+        self._index_dir_probe: tuple | None = None
+        self._pending_rebuild_reason: str | None = None
+        self.dictionary = EntityDictionary()
+        self._dictionary_stamp: tuple[int, int] | None = None
+        self.last_report = ReconcileReport()
+        store.check_contained()  # before anything is created: a symlinked folder must not be written through
+        store.ensure()
+        self._store_lock = StoreLock(store.root, store.lock_path)
+        self._gate = StatGate(store)
+        self._watch = CanonWatch(store.memories_dir, enabled=change_watch)
+        # (connection, PRAGMA data_version) as of the start of the last full pass: the same connection with
+        # the same data_version means no other process committed to the index since
+        self._quiet_baseline: tuple[sqlite3.Connection, int] | None = None
+
+    # ------------------------------------------------------------ connection
+
+    @property
+    def conn(self) -> sqlite3.Connection:
+        assert self._conn is not None, "use inside transaction()"
+        return self._conn
+
+    def _open(self) -> None:
+        """Open the index file, rebuilding it when missing, foreign, stale or corrupt; in memory when unwritable."""
+        try:
+            self._open_file()
+            self.index_in_memory = None
+        except (sqlite3.DatabaseError, OSError) as exc:
+            if _transient(exc):
+                raise
+            if self._conn is not None:
+                self._conn.close()
+                self._conn = None
+            self._open_memory(f"index file not usable ({_why(exc)})")
+
+    def _open_memory(self, why: str) -> None:
+        """A private in-memory index rebuilt from canon: answers keep coming when .index/ cannot be written."""
+        conn = ix.connect(":memory:")
+        ix.create_schema(conn)
+        self._conn = conn
+        self._db_inode, self._db_stamp = None, None
+        self.index_in_memory = f"{why}: answering from an in-memory index rebuilt from the Markdown files"
+        self._pending_rebuild_reason = self.index_in_memory
+        self._index_dir_probe = self._probe_index_dir()
+
+    def _probe_index_dir(self) -> tuple:
+        # what would make the file usable again: permissions or owner of .index/ or the file, a new file
+        out: list[object] = []
+        for p in (self.store.index_dir, self.store.db_path):
+            try:
+                st = p.stat()
+                out.append((st.st_mode, st.st_uid, st.st_ino))
+            except OSError:
+                out.append(None)
+        return tuple(out)
+
+    def _open_file(self) -> None:
+        path = self.store.db_path
+        reason: str | None = None
+        if path.exists():
+            try:
+                conn = ix.connect(path)
+                ix.migrate(conn)
+                reason = ix.schema_problem(conn)
+            except sqlite3.DatabaseError as exc:
+                conn, reason = None, f"index unreadable: {exc}"
+            if reason is None:
+                ix.set_meta(conn, "opened_at", canon.now_iso())  # fails here, not mid-call, when read-only
+                self._adopt(conn)
+                return
+            if conn is not None:
+                conn.close()
+            ix.remove_files(path)
+        else:
+            reason = "index missing"
+        conn = ix.connect(path)
+        ix.create_schema(conn)
+        self._adopt(conn)
+        self._pending_rebuild_reason = reason
+
+    def _adopt(self, conn: sqlite3.Connection) -> None:
+        self._conn = conn
+        self._db_inode = self.store.db_path.stat().st_ino
+        self._db_stamp = self._file_stamp()
+
+    def _file_stamp(self) -> tuple[int, int, int] | None:
+        try:
+            st = self.store.db_path.stat()
+        except OSError:
+            return None
+        return (st.st_ino, st.st_size, st.st_mtime_ns)
+
+    def _check_connection(self) -> None:
+        if self._conn is not None and self.index_in_memory is not None:
+            probe = self._probe_index_dir()
+            if probe != self._index_dir_probe:
+                self._index_dir_probe = probe
+                self._retry_file()
+            return
+        else:
+            # another process may have rebuilt (replaced) or checkpointed the file, someone deleted .index/,
+            # or something truncated or overwrote it: anything but "as we left it" is opened and checked again
+            # (a fresh connection, so no cached page hides the damage)
+            stamp = self._file_stamp()
+            if self._conn is not None and stamp is not None and stamp == self._db_stamp:
+                return
+        if self._conn is not None:
+            self._conn.close()
+            self._conn = None
+        self.store.ensure()
+        self._open()
+
+    def _retry_file(self) -> None:
+        """In memory, and .index/ changed (permissions restored, file replaced): use the file again if it works."""
+        memory_conn, self._conn = self._conn, None
+        try:
+            self._open_file()
+        except (sqlite3.DatabaseError, OSError):
+            self._conn = memory_conn  # still unusable: keep answering from memory
+            return
+        if memory_conn is not None:
+            memory_conn.close()
+        self.index_in_memory = None
+
+    def _discard(self, reason: str) -> None:
+        """Drop a damaged or unusable index and open a fresh one (a file when possible, else memory)."""
+        if self._conn is not None:
+            self._conn.close()
+            self._conn = None
+        if self.index_in_memory is None:
+            try:
+                ix.remove_files(self.store.db_path)
+            except OSError:
+                pass  # read-only: _open falls back to memory
+        self._open()
+        self._pending_rebuild_reason = self.index_in_memory or reason
+
+    def close(self) -> None:
+        with self._thread_lock:
+            self._watch.close()
+            self._quiet_baseline = None
+            if self._conn is not None:
+                self._conn.close()
+                self._conn = None
+
+    # ------------------------------------------------------------ the reconcile-first rule
+
+    @contextmanager
+    def transaction(self) -> Iterator[ReconcileReport]:
+        with self._thread_lock:
+            # on every call, before the lock file is opened: a link may have been planted since the last one
+            self.store.check_contained()
+            with self._store_lock:
+                report = self._reconcile_first()
+                self._reconcile_documents()
+                try:
+                    yield report
+                except OSError as exc:
+                    # a read-only store, a full disk, a file removed under us: say so instead of a bare failure
+                    raise StoreAccessError(_access_message(exc, self.store)) from exc
+                finally:
+                    self._db_stamp = self._file_stamp() if self.index_in_memory is None else None
+
+    def _reconcile_first(self) -> ReconcileReport:
+        for attempt in (1, 2):
+            self._check_connection()
+            try:
+                dictionary_changed = self._load_dictionary()
+                changes = self._watch.poll()
+                trusted = changes is not None and changes.complete and not dictionary_changed
+                if trusted and self._index_untouched():
+                    if not changes.files:
+                        return self._unchanged_report()
+                    report = self._reconcile_named(changes.files)
+                    if report is not None:
+                        return report
+                self._quiet_baseline = None
+                data_version = ix.data_version(self.conn)
+                suspects = {self.store.relative(p) for p in changes.files} if changes else set()
+                report = reconcile(self.store, self.conn, self.dictionary, self._gate, suspects)
+                if self._pending_rebuild_reason:
+                    report.rebuilt, report.rebuild_reason = True, self._pending_rebuild_reason
+                    self._pending_rebuild_reason = None
+                report.index_in_memory = self.index_in_memory
+                self.last_report = report
+                ix.set_meta(self.conn, "last_reconcile", report.model_dump_json())
+                self._rearm_watch(data_version)
+                return report
+            except sqlite3.DatabaseError as exc:
+                # damage the open-time checks could not see (or the file became read-only): rebuild once
+                if attempt == 2 or _transient(exc):
+                    raise
+                self._discard(f"index failed during reconcile ({_why(exc)})")
+        raise AssertionError("unreachable")
+
+    def _index_untouched(self) -> bool:
+        """Same connection, no pending rebuild, and no other process committed since the last full pass."""
+        baseline = self._quiet_baseline
+        if baseline is None or baseline[0] is not self._conn or self._pending_rebuild_reason:
+            return False
+        return ix.data_version(self.conn) == baseline[1]
+
+    def _reconcile_named(self, files: set[Path]) -> ReconcileReport | None:
+        """Only the files the watch named, when nothing else can have changed; None: do a full pass."""
+        data_version = ix.data_version(self.conn)
+        report = reconcile_files(self.store, self.conn, self.dictionary, {self.store.relative(p) for p in files})
+        if report is None:
+            return None
+        report.index_in_memory, report.scan = self.index_in_memory, "changed-files"
+        self.last_report = report
+        ix.set_meta(self.conn, "last_reconcile", report.model_dump_json())
+        self._watch.resume()
+        self._quiet_baseline = (self.conn, data_version)
+        return report
+
+    def _unchanged_report(self) -> ReconcileReport:
+        last = self.last_report
+        return ReconcileReport(
+            scanned=last.scanned, unparseable=last.unparseable, index_in_memory=self.index_in_memory, scan="none"
+        )
+
+    @property
+    def change_watch(self) -> str:
+        if not self._watch.active:
+            return f"off: {self._watch.why_off}"
+        if self._gate.saw_symlink:
+            return "off: memories/ holds symlinks (every call stats every file)"
+        return "on (inotify)"
+
+    def _rearm_watch(self, data_version: int) -> None:
+        # a "racy" entry (mtime 0: read within the mtime tick of a write) needs its folder watched before it was read
+        racy = self.conn.execute("SELECT 1 FROM files WHERE mtime_ns <= 0 AND error IS NULL LIMIT 1").fetchone()
+        if self._watch.rearm(self._gate.folders, trusted=not self._gate.saw_symlink, racy=racy is not None):
+            self._quiet_baseline = (self.conn, data_version)
+
+    def _reconcile_documents(self) -> None:
+        if not self.sources and self.conn.execute("SELECT 1 FROM doc_files LIMIT 1").fetchone() is None:
+            self.last_documents = DocumentsReport()
+            return
+        with ix.atomic(self.conn):
+            self.last_documents = reconcile_documents(self.conn, self.sources, self.chunk_chars)
+
+    def _load_dictionary(self) -> bool:
+        """Reload dictionary.md when it changed; True when it did (every file is then re-read)."""
+        path = self.store.dictionary_path
+        try:
+            st = path.stat()
+            # only a regular file is a dictionary: reading a FIFO would block every call
+            stamp = (st.st_mtime_ns, st.st_size) if stat.S_ISREG(st.st_mode) else None
+        except OSError:
+            stamp = None
+        if stamp == self._dictionary_stamp:
+            return False
+        try:
+            data = path.read_bytes() if stamp else b""
+        except OSError:
+            data, stamp = b"", None  # unreadable: answer without aliases rather than not at all
+        self.dictionary = EntityDictionary.load(path) if stamp else EntityDictionary()
+        self._dictionary_stamp = stamp
+        digest = canon.sha256_bytes(data) if stamp else ""
+        if ix.meta_value(self.conn, "dictionary_sha256") != digest:
+            # entity spellings may normalise differently now: have every file re-read on this pass
+            self.conn.execute("UPDATE files SET mtime_ns = -1, sha256 = ''")
+            ix.set_meta(self.conn, "dictionary_sha256", digest)
+        return True
+
+    def write_files(self, rels: list[str]) -> None:
+        """Index files the service just wrote, so the next call does not see them as hand edits."""
+        with ix.atomic(self.conn):
+            for rel in rels:
+                index_file(self.store, self.conn, self.dictionary, rel)
+
+    def rebuild(
+        self, progress: Callable[[int, int], None] | None = None
+    ) -> tuple[ReconcileReport, dict[str, tuple[int, str]]]:
+        """Drop the index file and rebuild it from canon; recall counts are carried over when readable.
+
+        `progress(done, total)` hears how many files have been indexed so far."""
+        heat: dict[str, tuple[int, str]] = {}
+        try:
+            heat = {r[0]: (r[1], r[2]) for r in self.conn.execute("SELECT memory_id, recalls, last_recalled FROM heat")}
+        except sqlite3.DatabaseError:
+            pass
+        # embeddings are keyed by content hash: unchanged text keeps its vector, so a rebuild re-embeds nothing
+        vectors = vector_table.export_vectors(self.conn)
+        self.conn.close()
+        self._conn = None
+        if self.index_in_memory is None:
+            try:
+                ix.remove_files(self.store.db_path)
+            except OSError:
+                pass  # cannot remove it: _open checks it again, or falls back to memory
+        self._open()
+        self._pending_rebuild_reason = None
+        self._quiet_baseline = None
+        self._dictionary_stamp = None
+        self._load_dictionary()
+        report = reconcile(self.store, self.conn, self.dictionary, progress=progress)
+        report.rebuilt, report.rebuild_reason = True, "memory_reindex"
+        self._reconcile_documents()
+        live = {r[0] for r in self.conn.execute("SELECT id FROM memories")}
+        self.conn.executemany(
+            "INSERT OR REPLACE INTO heat (memory_id, recalls, last_recalled) VALUES (?,?,?)",
+            [(k, v[0], v[1]) for k, v in heat.items() if k in live],
+        )
+        vector_table.import_vectors(self.conn, vectors)
+        self.last_report = report
+        return report, heat
+
+    # ------------------------------------------------------------ shared report pieces
+
+    def index_report(self, report: ReconcileReport) -> IndexReport:
+        return IndexReport(
+            store=self.store.name,
+            reconcile=report,
+            scopes=[ScopeReport(scope=self.scope, store=self.store.name, root=str(self.store.root), reconcile=report)],
+            unparseable=[u.model_copy(update={"scope": self.scope}) for u in unparseable_files(self.conn)],
+            unresolved_conflicts=self.open_conflicts(limit=REPORTED_CONFLICTS),
+            unresolved_conflicts_total=self.count_open_conflicts(),
+            documents=self.last_documents if self.sources or self.last_documents.removed else None,
+        )
+
+    def count_open_conflicts(self) -> int:
+        return self.conn.execute("SELECT count(*) FROM conflicts WHERE status = 'open'").fetchone()[0]
+
+    def open_conflicts(self, limit: int = 200) -> list[ConflictSummary]:
+        """The oldest open conflicts (a store can hold thousands; every answer lists only a few)."""
+        rows = self.conn.execute(
+            """SELECT c.pair_hash, c.a_id, c.b_id, c.detected,
+                      coalesce(a.title, '(missing)'), coalesce(b.title, '(missing)')
+               FROM conflicts c
+               LEFT JOIN memories a ON a.id = c.a_id
+               LEFT JOIN memories b ON b.id = c.b_id
+               WHERE c.status = 'open' ORDER BY c.detected, c.pair_hash LIMIT ?""",
+            (limit,),
+        )
+        return [
+            ConflictSummary(
+                scope=self.scope, pair_hash=r[0], a_id=r[1], b_id=r[2], detected=r[3], a_title=r[4], b_title=r[5]
+            )
+            for r in rows
+        ]
+
+    def db_size(self) -> int:
+        total = 0
+        for suffix in ("", "-wal"):
+            p = Path(str(self.store.db_path) + suffix)
+            try:
+                total += os.path.getsize(p)
+            except OSError:
+                pass
+        return total
+
+
+def _transient(exc: BaseException) -> bool:
+    return getattr(exc, "sqlite_errorname", "").startswith(_TRANSIENT_SQLITE)
+
+
+def _why(exc: BaseException) -> str:
+    text = getattr(exc, "strerror", None) or str(exc) or type(exc).__name__
+    name = getattr(exc, "filename", None)
+    return f"{text}: {name}" if name else text
+
+
+def _access_message(exc: OSError, store: Store) -> str:
+    where = exc.filename
+    if where is not None:
+        try:
+            where = store.relative(Path(where))
+        except ValueError:
+            pass
+    target = f" '{where}'" if where is not None else ""
+    return f"store: cannot access{target}: {exc.strerror or exc}"

@@ -1,0 +1,1 @@
+"""The operations the edges offer (remember, recall, read, update, ...), behind the `MemoryService` facade."""

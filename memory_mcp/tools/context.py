@@ -1,0 +1,202 @@
+"""Session start: what an agent should know before its first question, in Markdown within a byte budget.
+
+Order: the current handoff (where the last session left off), then the most important active memories,
+then unresolved conflicts and reviews due. Importance: what the user stated as a preference or decision
+comes first; within a tier, recently updated and often recalled memories first. Conflicts and reviews
+are capped and their room is reserved before the memories fill the rest, so they always show.
+"""
+
+from __future__ import annotations
+
+import math
+import sqlite3
+from dataclasses import dataclass, field
+from datetime import UTC, date, datetime
+from typing import TYPE_CHECKING
+
+from ..domain.errors import InputError
+from ..domain.models import ConflictSummary, ContextAnswer, HandoffInfo, ReviewDue
+from ..domain.text import clip
+
+if TYPE_CHECKING:
+    from .state import ServiceState
+from ..index import db as ix
+from ..index import reads
+
+DEFAULT_BUDGET = 4096
+HANDOFF_CHARS = 1200
+EXCERPT_CHARS = 160
+TITLE_CHARS = 80  # conflicts and reviews name their memories by title only
+MAX_LISTED = 5  # conflicts and reviews shown (the total is always said)
+FRESH_DAYS = 30.0  # a memory updated this many days ago counts half as fresh
+HOT_RECALLS = 10  # recalls at which heat counts as much as being brand new
+FIRST_TIER = {"preference", "decision"}
+
+
+@dataclass(frozen=True)
+class Important:
+    """An active memory and why it ranks where it does."""
+
+    memory: ix.IndexedMemory
+    scope: str
+    tier: int  # 0: a user-stated preference or decision; 1: everything else
+    weight: float  # freshness + heat, each 0..1
+
+
+@dataclass
+class ScopeContext:
+    """One scope's share of the context, gathered inside its transaction."""
+
+    scope: str
+    handoff: ix.IndexedMemory | None
+    memories: list[Important]
+    conflicts: list[ConflictSummary]
+    conflicts_total: int
+    reviews: list[ReviewDue] = field(default_factory=list)
+
+
+def current_handoff(conn: sqlite3.Connection) -> ix.IndexedMemory | None:
+    """The active handoff (at most one per store; the newest if hand edits made more)."""
+    handoff_id = reads.current_handoff_id(conn)
+    return ix.get_memory(conn, mem_id=handoff_id) if handoff_id else None
+
+
+def handoff_info(scope: str, mem: ix.IndexedMemory) -> HandoffInfo:
+    return HandoffInfo(id=mem.id, scope=scope, path=mem.path, title=mem.title, excerpt=mem.excerpt, updated=mem.updated)
+
+
+def reviews_due(conn: sqlite3.Connection, today: date | None = None) -> list[ReviewDue]:
+    """Active memories whose review_after date has come, oldest date first."""
+    return [
+        ReviewDue(id=r[0], title=r[1], path=r[2], review_after=r[3])
+        for r in reads.reviews_due(conn, (today or date.today()).isoformat())
+    ]
+
+
+def _age_days(stamp: str, now: datetime) -> float:
+    try:
+        when = datetime.fromisoformat(stamp.replace("Z", "+00:00"))
+    except ValueError:
+        return 365.0
+    if when.tzinfo is None:
+        when = when.replace(tzinfo=UTC)
+    return max(0.0, (now - when).total_seconds() / 86400)
+
+
+def important_memories(conn: sqlite3.Connection, scope: str, now: datetime | None = None) -> list[Important]:
+    """Every active memory but the handoff, most important first."""
+    now = now or datetime.now(UTC)
+    mems = [m for m in ix.all_memories(conn) if m.state == "active" and m.type != "handoff"]
+    heat = ix.heat_of(conn, [m.id for m in mems])
+    out = []
+    for m in mems:
+        freshness = 1.0 / (1.0 + _age_days(m.updated, now) / FRESH_DAYS)
+        recalls = heat.get(m.id, (0, ""))[0]
+        hot = min(1.0, math.log1p(recalls) / math.log1p(HOT_RECALLS))
+        tier = 0 if m.type in FIRST_TIER and m.trust == "user-stated" else 1
+        out.append(Important(m, scope, tier, freshness + hot))
+    out.sort(key=lambda i: (i.tier, -i.weight, i.memory.id))
+    return out
+
+
+def _memory_line(item: Important, show_scope: bool) -> str:
+    m = item.memory
+    tags = [m.type] + ([m.trust] if m.trust != "user-stated" else []) + ([item.scope] if show_scope else [])
+    return f"- **{m.title}** ({', '.join(tags)}): {clip(m.excerpt, EXCERPT_CHARS)} `{m.path}`"
+
+
+def _size(lines: list[str]) -> int:
+    return len("\n".join(lines).encode("utf-8")) + 1
+
+
+def build_context(parts: list[ScopeContext], budget: int = DEFAULT_BUDGET) -> ContextAnswer:
+    """The Markdown for the scopes given (local first), never more than `budget` bytes."""
+    show_scope = len(parts) > 1
+    handoffs = [(p.scope, p.handoff) for p in parts if p.handoff is not None]
+    handoffs.sort(key=lambda sh: sh[1].updated, reverse=True)
+    head = ["# Memory context", ""]
+    if handoffs:
+        scope, h = handoffs[0]
+        where = f", {scope}" if show_scope else ""
+        head += [f"## Where we left off: {h.title}", f"_handoff, updated {h.updated[:10]}{where}: `{h.path}`_", ""]
+        head += [clip(h.body.strip(), HANDOFF_CHARS), ""]
+    else:
+        head += ["No handoff yet: remember one (type=handoff) before this session ends.", ""]
+
+    tail: list[str] = []
+    conflicts = [c for p in parts for c in p.conflicts]
+    total_conflicts = sum(p.conflicts_total for p in parts)
+    if total_conflicts:
+        tail += ["", f"## Unresolved conflicts ({total_conflicts})"]
+        tail += [
+            f"- {clip(c.a_title, TITLE_CHARS)} <> {clip(c.b_title, TITLE_CHARS)} (pair_hash `{c.pair_hash}`)"
+            for c in conflicts[:MAX_LISTED]
+        ]
+        tail.append("Ask the user, or decide with memory_update op=resolve_conflict.")
+    reviews = [r for p in parts for r in p.reviews]
+    if reviews:
+        tail += ["", f"## Reviews due ({len(reviews)})"]
+        tail += [
+            f"- {clip(r.title, TITLE_CHARS)} (review after {r.review_after}) `{r.path}`" for r in reviews[:MAX_LISTED]
+        ]
+
+    ranked = sorted((i for p in parts for i in p.memories), key=lambda i: (i.tier, -i.weight, i.memory.id))
+    # room for the memories: the budget minus the head, the tail and the closing line
+    closing = f"_{len(ranked)} more active memories: memory_recall finds them._"
+    room = budget - _size(head) - _size(tail) - _size(["", closing])
+    body: list[str] = []
+    shown = 0
+    section = None
+    for item in ranked:
+        title = "## What the user stated" if item.tier == 0 else "## Also worth knowing"
+        lines = []
+        if title != section:
+            lines = ([""] if body else []) + [title]
+        lines.append(_memory_line(item, show_scope))
+        if _size(body + lines) > room:
+            break
+        body += lines
+        section = title
+        shown += 1
+    left_out = len(ranked) - shown
+    text_lines = head + body + tail
+    if left_out:
+        text_lines += ["", f"_{left_out} more active memories: memory_recall finds them._"]
+    text = "\n".join(text_lines).rstrip() + "\n"
+    while len(text.encode("utf-8")) > budget:  # a tiny budget: cut the text itself, never the limit
+        text = clip(text, max(1, len(text) - 64)) + "\n"
+    handoff = handoff_info(*handoffs[0]) if handoffs else None
+    return ContextAnswer(
+        text=text,
+        bytes=len(text.encode("utf-8")),
+        budget_bytes=budget,
+        handoff=handoff,
+        memories_shown=shown,
+        memories_left_out=left_out,
+        unresolved_conflicts=total_conflicts,
+        review_due=len(reviews),
+    )
+
+
+def context(
+    svc: ServiceState, store: str | None = None, scope: str | None = None, budget: int | None = None
+) -> ContextAnswer:
+    """The session-start context: handoff, important memories, conflicts, reviews (context.py)."""
+    budget = svc.limits.context_budget if budget is None else budget
+    if budget < 512:
+        raise InputError(f"budget: {budget} bytes, at least 512")
+    parts = []
+    with svc.scopes.open(scope, store) as opened:
+        for o in opened:
+            conn = o.session.conn
+            parts.append(
+                ScopeContext(
+                    scope=o.scope,
+                    handoff=current_handoff(conn),
+                    memories=important_memories(conn, o.scope),
+                    conflicts=o.session.open_conflicts(limit=10),
+                    conflicts_total=o.session.count_open_conflicts(),
+                    reviews=reviews_due(conn),
+                )
+            )
+    return build_context(parts, budget)

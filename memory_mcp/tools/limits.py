@@ -1,0 +1,110 @@
+"""Argument limits and lifecycle thresholds: the defaults and the `Limits` record settings override."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+from ..config import Settings
+from ..domain.errors import InputError
+from ..search.conflicts import (
+    MAX_CONFLICTS,
+    MAX_RELATED,
+    NEAR_TEXT_SIMILARITY,
+)
+from .context import (
+    DEFAULT_BUDGET,
+)
+
+MAX_TITLE = 200
+MAX_BODY = 200_000
+MAX_ENTITIES = 50
+MAX_ENTITY_LEN = 100
+MAX_SOURCE = 1000
+MAX_QUERY = 2000
+MAX_READ_LINES = 200
+RECALL_LIMIT = (1, 20)
+BROWSE_LIMIT = (1, 500)
+COMPACTION_MIN_AGE_DAYS = 30
+COMPACTION_MIN_GROUP = 3
+
+
+@dataclass(frozen=True)
+class Limits:
+    """Argument limits and lifecycle thresholds; defaults above, overridable by settings (limits.*, ...)."""
+
+    max_title: int = MAX_TITLE
+    max_body: int = MAX_BODY
+    max_entities: int = MAX_ENTITIES
+    max_entity_len: int = MAX_ENTITY_LEN
+    max_source: int = MAX_SOURCE
+    max_query: int = MAX_QUERY
+    max_read_lines: int = MAX_READ_LINES
+    recall_default: int = 5
+    recall_max: int = RECALL_LIMIT[1]
+    compaction_min_age_days: int = COMPACTION_MIN_AGE_DAYS
+    compaction_min_group: int = COMPACTION_MIN_GROUP
+    near_text_similarity: float = NEAR_TEXT_SIMILARITY
+    max_conflicts: int = MAX_CONFLICTS
+    max_related: int = MAX_RELATED
+    context_budget: int = DEFAULT_BUDGET
+
+    @classmethod
+    def from_settings(cls, settings: Settings) -> Limits:
+        g = settings.get
+        return cls(
+            **{name: g(f"limits.{name}") for name in ("max_title", "max_body", "max_entities", "max_entity_len")},
+            max_source=g("limits.max_source"),
+            max_query=g("limits.max_query"),
+            max_read_lines=g("limits.max_read_lines"),
+            recall_default=g("recall.default_limit"),
+            recall_max=g("recall.max_limit"),
+            compaction_min_age_days=g("compaction.min_age_days"),
+            compaction_min_group=g("compaction.min_group"),
+            near_text_similarity=g("conflicts.near_text_similarity"),
+            max_conflicts=g("conflicts.max_conflicts"),
+            max_related=g("conflicts.max_related"),
+            context_budget=g("context.budget_bytes"),
+        )
+
+    def title(self, title: str) -> str:
+        title = " ".join(title.split())
+        if not title:
+            raise InputError("title: must not be empty")
+        if len(title) > self.max_title:
+            raise InputError(f"title: {len(title)} characters, at most {self.max_title}")
+        return title
+
+    def body(self, body: str) -> str:
+        if "\x00" in body:
+            raise InputError("body: contains a NUL character")
+        if len(body) > self.max_body:
+            raise InputError(f"body: {len(body)} characters, at most {self.max_body}")
+        if body.lstrip().startswith("---"):
+            body = "\u200b" + body.lstrip()  # never let a body start a second frontmatter block
+        return body.strip()
+
+    def entities(self, entities: list[str] | None) -> list[str]:
+        entities = entities or []
+        if len(entities) > self.max_entities:
+            raise InputError(f"entities: {len(entities)} given, at most {self.max_entities}")
+        for e in entities:
+            if not e.strip() or len(e) > self.max_entity_len or "\n" in e:
+                raise InputError(f"entities: '{e[:40]}' must be 1..{self.max_entity_len} characters on one line")
+        return entities
+
+    def source(self, source: str | None) -> str:
+        source = (source or "").strip()
+        if len(source) > self.max_source or "\n" in source:
+            raise InputError(f"source: at most {self.max_source} characters on one line")
+        return source
+
+    def line_range(self, from_line: int | None, to_line: int | None, total: int) -> tuple[int, int]:
+        start = 1 if from_line is None else from_line
+        if start < 1:
+            raise InputError("from_line: must be at least 1")
+        if to_line is not None and to_line < start:
+            raise InputError("to_line: must not be before from_line")
+        end = min(total, start + self.max_read_lines - 1) if to_line is None else to_line
+        if end - start + 1 > self.max_read_lines:
+            raise InputError(f"to_line: at most {self.max_read_lines} lines per read ({start}..{end} asked)")
+        return start, min(end, total)

@@ -1,0 +1,190 @@
+"""Ranking assembly: the candidates of every pool (memories, documents; each scope) scored on one scale."""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass
+from functools import partial
+from pathlib import Path
+from typing import overload
+
+from ..domain.models import RecallResult
+from ..domain.ranking import ScoreParts, components, score
+from ..domain.text import fold
+from ..domain.vocabulary import State
+from ..index import db as ix
+from ..search.planner import DOCUMENTS, Corpus, Filters, Plan, best_line, coverage
+from ..store.documents import (
+    DOCUMENT_TRUST,
+    ChunkRow,
+    chunks_by_rowid,
+    cited_line,
+    display_path,
+)
+from ..store.session import StoreSession
+from .state import ServiceState
+
+
+@dataclass
+class Pool:
+    """Candidates of one corpus (memories or documents) in one scope, before ranking on a shared scale."""
+
+    scope: str
+    session: StoreSession
+    corpus: Corpus
+    plan: Plan
+    filters: Filters | None = None
+
+
+def is_memory_path(path: str) -> bool:
+    return Path(path).parts[:1] == ("memories",)
+
+
+def document_result(
+    scope: str, chunk: ChunkRow, doc_id: str, shown: str, line: int, total: float, parts: ScoreParts
+) -> RecallResult:
+    return RecallResult(
+        id=doc_id,
+        kind="document",
+        scope=scope,
+        label=chunk.label,
+        path=shown,
+        line=line,
+        title=chunk.title,
+        excerpt=chunk.excerpt,
+        score=total,
+        components=components(parts),
+        type="document",
+        state=State.ACTIVE.value,
+        trust=DOCUMENT_TRUST,
+        entities=[chunk.label],
+        updated=chunk.updated,
+    )
+
+
+def memory_result(
+    scope: str, m: ix.IndexedMemory, total: float, parts: ScoreParts | None, locate: Callable[[], int] | None
+) -> RecallResult:
+    return RecallResult(
+        id=m.id,
+        kind="memory",
+        scope=scope,
+        path=m.path,
+        line=locate() if locate is not None else m.title_line,
+        title=m.title,
+        excerpt=m.excerpt,
+        score=total,
+        components=components(parts) if parts is not None else None,
+        type=m.type,
+        state=m.state,
+        trust=m.trust,
+        entities=m.entities,
+        updated=m.updated,
+    )
+
+
+class _Ranked(Sequence[RecallResult]):
+    """Ranked results built only when looked at: a recall ranks ~100 candidates and returns 5-20."""
+
+    def __init__(svc, builders: list[Callable[[], RecallResult]]) -> None:
+        svc._builders = builders
+        svc._built: list[RecallResult | None] = [None] * len(builders)
+
+    def __len__(svc) -> int:
+        return len(svc._builders)
+
+    @overload
+    def __getitem__(svc, i: int) -> RecallResult: ...
+    @overload
+    def __getitem__(svc, i: slice) -> list[RecallResult]: ...
+    def __getitem__(svc, i: int | slice) -> RecallResult | list[RecallResult]:
+        if isinstance(i, slice):
+            return [svc[j] for j in range(*i.indices(len(svc)))]
+        built = svc._built[i]
+        if built is None:
+            built = svc._built[i] = svc._builders[i]()
+        return built
+
+
+# result key → how to find its cited line, for the few results a recall returns
+DeferredLines = dict[str, Callable[[], int]]
+
+
+def result_key(scope: str, result_id: str) -> str:
+    """A result's identity across scopes (the same id may exist in both)."""
+    return f"{scope}\x00{result_id}"
+
+
+def rank(
+    svc: ServiceState, pools: list[Pool], limit: int, lines: DeferredLines | None = None
+) -> Sequence[RecallResult]:
+    """Score candidates from every pool on one scale: each pool's legs are divided by that pool's best value.
+
+    Raw bm25 is not comparable between FTS tables: each store has its own term statistics, and a term in
+    half or more of a small store's rows gets FTS5's clamped idf (1e-6), so a project store of a few
+    memories would score next to nothing against the account store or the documents. Per pool, the best
+    match is 1.0; coverage, trust, state, freshness and heat then order the pools' results together.
+    """
+    # a document chunk is a result only when one of its lines holds a query term: that line is its citation
+    cited: dict[int, dict[int, tuple[ChunkRow, int]]] = {}
+    for n, pool in enumerate(pools):
+        if pool.corpus is DOCUMENTS and pool.plan.candidates:
+            chunks = chunks_by_rowid(pool.session.conn, list(pool.plan.candidates))
+            lines = {rowid: (chunk, cited_line(pool.plan.terms, chunk)) for rowid, chunk in chunks.items()}
+            cited[n] = {rowid: (chunk, line) for rowid, (chunk, line) in lines.items() if line is not None}
+            pool.plan.candidates = {r: c for r, c in pool.plan.candidates.items() if r in cited[n]}
+    now = svc.clock()
+    scored: list[tuple[float, str, Callable[[], RecallResult]]] = []
+    for n, pool in enumerate(pools):
+        cands, terms = pool.plan.candidates, pool.plan.terms
+        if not cands:
+            continue
+        max_word = max(c.word for c in cands.values()) or 1.0
+        max_tri = max(c.trigram for c in cands.values()) or 1.0
+        conn = pool.session.conn
+        if pool.corpus is DOCUMENTS:
+            for rowid, (chunk, line) in cited[n].items():
+                c = cands[rowid]
+                total, comp = score(
+                    word=c.word / max_word,
+                    trigram=c.trigram / max_tri,
+                    like=c.like,
+                    coverage=coverage(terms, fold(f"{chunk.title}\n{chunk.label}\n{chunk.body}")),
+                    trust=DOCUMENT_TRUST,
+                    state=State.ACTIVE.value,
+                    updated=chunk.updated,
+                    recalls=0,
+                    last_recalled=None,
+                    now=now,
+                    k=svc.ranking,
+                )
+                shown = display_path(Path(chunk.path), svc.scopes.project_root)
+                doc_id = f"doc:{shown}#{chunk.start_line}"
+                build = partial(document_result, pool.scope, chunk, doc_id, shown, line, total, comp)
+                scored.append((total, doc_id, build))
+            continue
+        mems = ix.memories_by_rowid(conn, list(cands))
+        heat = ix.heat_of(conn, [m.id for m in mems.values()])
+        for rowid, m in mems.items():
+            c = cands[rowid]
+            recalls, last = heat.get(m.id, (0, None))
+            total, comp = score(
+                word=c.word / max_word,
+                trigram=c.trigram / max_tri,
+                like=c.like,
+                coverage=coverage(terms, fold(f"{m.title}\n{' '.join(m.entities)}\n{m.body}")),
+                trust=m.trust,
+                state=m.state,
+                updated=m.updated,
+                recalls=recalls,
+                last_recalled=last,
+                now=now,
+                k=svc.ranking,
+            )
+            locate = partial(best_line, terms, m.title, m.title_line, m.body, m.body_line)
+            if lines is not None:  # folding every candidate's body only to cite a line was ~10% of a recall
+                lines[result_key(pool.scope, m.id)] = locate
+            build = partial(memory_result, pool.scope, m, total, comp, None if lines is not None else locate)
+            scored.append((total, m.id, build))
+    scored.sort(key=lambda x: (-x[0], x[1]))
+    return _Ranked([build for _, _, build in scored[:limit]])

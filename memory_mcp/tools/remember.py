@@ -1,0 +1,134 @@
+"""memory_remember: write a new memory file, after the conflict gate and the duplicate check."""
+
+from __future__ import annotations
+
+import os
+from pathlib import Path
+from typing import Any
+
+from ulid import ULID
+
+from ..canon import files as canon
+from ..domain.errors import InputError, NotFoundError
+from ..domain.models import RememberAnswer
+from ..domain.vocabulary import MemoryType, State, Trust
+from ..index import db as ix
+from ..index import reads
+from ..search.conflicts import (
+    find_neighbours,
+)
+from ..store.paths import Store
+from .arguments import check_date, enum_arg
+from .links import link_entry, link_supersede
+from .state import ServiceState
+
+
+def remember(
+    svc: ServiceState,
+    title: str,
+    body: str,
+    type: str = "fact",
+    trust: str = "agent-inferred",
+    entities: list[str] | None = None,
+    source: str | None = None,
+    review_after: str | None = None,
+    supersedes: list[str] | None = None,
+    store: str | None = None,
+    scope: str | None = None,
+) -> RememberAnswer:
+    title, body = svc.limits.title(title), svc.limits.body(body)
+    mem_type = enum_arg(MemoryType, type, "type")
+    mem_trust = enum_arg(Trust, trust, "trust")
+    entities, source = svc.limits.entities(entities), svc.limits.source(source)
+    review = check_date(review_after, "review_after")
+    supersedes = list(dict.fromkeys(supersedes or []))
+    s = svc.scopes.session(scope, store)
+    with s.transaction() as report:
+        conn = s.conn
+        existing = ix.find_by_norm_hash(conn, canon.norm_hash(title, body))
+        if existing is not None:
+            return RememberAnswer(
+                id=existing.id,
+                scope=s.scope,
+                path=existing.path,
+                created=False,
+                deduplicated_state=existing.state,
+                index=s.index_report(report),
+            )
+        olds = []
+        for old_id in supersedes:
+            old = ix.get_memory(conn, mem_id=old_id)
+            if old is None:
+                raise NotFoundError(f"supersedes: no memory with id '{old_id}'")
+            if old.state == State.DEPRECATED.value:
+                raise InputError(f"supersedes: '{old_id}' is deprecated; only active or archived can be superseded")
+            olds.append(old)
+        replaced_handoff = []
+        if mem_type is MemoryType.HANDOFF:
+            # at most one active handoff per store: the new one replaces the current one
+            for handoff_id in reads.active_handoff_ids(conn):
+                if handoff_id not in supersedes:
+                    supersedes.append(handoff_id)
+                    olds.append(ix.get_memory(conn, mem_id=handoff_id))
+                    replaced_handoff.append(handoff_id)
+        entities = s.dictionary.normalise(entities)
+        new_id = str(ULID())
+        now = canon.now_iso()
+        found = find_neighbours(
+            conn,
+            title=title,
+            body=body,
+            mem_type=mem_type.value,
+            trust=mem_trust.value,
+            entities=entities,
+            created=now,
+            new_id=new_id,
+            near_text=svc.limits.near_text_similarity,
+            max_conflicts=svc.limits.max_conflicts,
+            max_related=svc.limits.max_related,
+        )
+        handoff = mem_type is MemoryType.HANDOFF
+        neighbours = [n for n in found.conflicts if n.id not in supersedes and not handoff]
+        related = [r for r in found.related if r.id not in supersedes and not handoff]
+        fields: dict[str, Any] = {
+            "id": new_id,
+            "type": mem_type.value,
+            "state": State.ACTIVE.value,
+            "trust": mem_trust.value,
+            "entities": entities,
+            "source": source or None,
+            "created": now,
+            "updated": now,
+            "review_after": review,
+            "supersedes": [link_entry(svc, o.id, o.path) for o in olds],
+            "superseded_by": [],
+        }
+        if neighbours:
+            fields["conflicts"] = [{"with": n.id, "status": "open", "detected": now} for n in neighbours]
+        path = new_path(s.store, title, new_id)
+        canon.atomic_write(path, canon.render_new(fields, title, body).encode("utf-8"))
+        rel = s.store.relative(path)
+        changed = [rel]
+        for old in olds:
+            link_supersede(svc, s, old, new_id, rel, now)
+            changed.append(old.path)
+        s.write_files(changed)
+        return RememberAnswer(
+            id=new_id,
+            scope=s.scope,
+            path=rel,
+            created=True,
+            superseded=[o.id for o in olds],
+            message=f"replaced the previous handoff {', '.join(replaced_handoff)}" if replaced_handoff else "",
+            conflicts=neighbours,
+            related=related,
+            index=s.index_report(report),
+        )
+
+
+def new_path(store: Store, title: str, mem_id: str) -> Path:
+    base = f"{canon.slugify(title)}-{mem_id[-6:].lower()}"
+    name, n = f"{base}.md", 2
+    while os.path.lexists(store.memories_dir / name):
+        name, n = f"{base}-{n}.md", n + 1
+    return store.memory_file(f"memories/{name}")

@@ -1,0 +1,99 @@
+"""memory_status: counts, index freshness, conflicts, compaction candidates."""
+
+from __future__ import annotations
+
+from collections import defaultdict
+from datetime import timedelta
+
+from ..canon import files as canon
+from ..domain.models import (
+    CompactionCandidate,
+    IndexFreshness,
+    StatusAnswer,
+)
+from ..index import db as ix
+from ..index import reads
+from ..store.documents import (
+    source_status,
+)
+from ..store.reconcile import unparseable_files
+from ..store.session import StoreSession
+from .context import (
+    current_handoff,
+    handoff_info,
+    reviews_due,
+)
+from .state import ServiceState
+
+NOT_RESTORED_BY_REBUILD = [
+    "recall counts (heat) and last recall times when .index/ is deleted or unreadable "
+    "(derived, index-only: compaction then counts every old episode as never recalled)"
+]
+
+
+def status(svc: ServiceState, store: str | None = None, scope: str | None = None) -> StatusAnswer:
+    """One scope's health (default: the home scope, local when a project is bound)."""
+    s = svc.scopes.session(scope, store)
+    with s.transaction() as report:
+        conn = s.conn
+        by = {}
+        for col in reads.COUNTED_COLUMNS:
+            by[col] = reads.counts_by(conn, col)
+        # review dates are local calendar days
+        review = reviews_due(conn, svc.clock().astimezone().date())
+        handoff = current_handoff(conn)
+        return StatusAnswer(
+            scope=s.scope,
+            scopes=svc.scopes.names,
+            sources=source_status(conn, s.sources),
+            store=s.store.name,
+            root=str(s.store.root),
+            total=sum(by["state"].values()),
+            by_state=by["state"],
+            by_type=by["type"],
+            by_trust=by["trust"],
+            handoff=handoff_info(s.scope, handoff) if handoff is not None else None,
+            unresolved_conflicts=s.open_conflicts(),
+            unresolved_conflicts_total=s.count_open_conflicts(),
+            review_due=review,
+            compaction_candidates=_compaction(svc, s),
+            unparseable=[u.model_copy(update={"scope": s.scope}) for u in unparseable_files(conn)],
+            index=IndexFreshness(
+                path=s.store.relative(s.store.db_path),
+                size_bytes=s.db_size(),
+                schema_version=ix.SCHEMA_VERSION,
+                built_at=ix.meta_value(conn, "built_at"),
+                last_reconcile=report,
+                change_watch=s.change_watch,
+                not_restored_by_rebuild=NOT_RESTORED_BY_REBUILD,
+            ),
+        )
+
+
+def _compaction(svc: ServiceState, s: StoreSession) -> list[CompactionCandidate]:
+    """Active episodes neither updated (the file's `updated`) nor recalled (the index's last recall time)
+    for `compaction.min_age_days`, grouped by a shared entity."""
+    cutoff = canon.iso_utc(svc.clock() - timedelta(days=svc.limits.compaction_min_age_days))
+    rows = reads.stale_episodes(s.conn, cutoff)
+    groups: dict[str, list[tuple[str, str, str]]] = defaultdict(list)
+    for entity, mid, title, created in rows:
+        groups[entity].append((mid, title, created))
+    out = []
+    for entity, items in sorted(groups.items(), key=lambda kv: -len(kv[1])):
+        if len(items) < svc.limits.compaction_min_group:
+            continue
+        out.append(
+            CompactionCandidate(
+                entity=entity,
+                ids=[i[0] for i in items],
+                titles=[i[1] for i in items],
+                oldest=items[0][2],
+                newest=items[-1][2],
+                suggestion=(
+                    f"distil these {len(items)} episodes about '{entity}' (not updated or recalled for "
+                    f"{svc.limits.compaction_min_age_days}+ days) into one knowledge "
+                    "memory that supersedes them (memory_remember type=knowledge supersedes=[...])"
+                ),
+            )
+        )
+    return out

@@ -1,0 +1,289 @@
+"""memory_update: edit, supersede, set_state, link, resolve_conflict."""
+
+from __future__ import annotations
+
+import dataclasses
+from dataclasses import dataclass
+from typing import Any
+
+from ..canon import files as canon
+from ..domain.errors import InputError, NotFoundError, StaleWriteError
+from ..domain.lifecycle import check_editable, check_transition
+from ..domain.models import UpdateAnswer
+from ..domain.vocabulary import RESOLUTIONS, UPDATE_OP_FIELDS, UPDATE_OPS, MemoryType, State, Trust
+from ..index import db as ix
+from ..index import reads
+from ..store.scopes import locate, merged_report
+from ..store.session import StoreSession
+from .arguments import check_date, enum_arg
+from .links import chain, link_entry, link_supersede
+from .state import ServiceState
+
+
+@dataclass(frozen=True)
+class UpdateRequest:
+    """The fields of one memory_update call; each op reads the ones UPDATE_OP_FIELDS gives it."""
+
+    title: str | None = None
+    body: str | None = None
+    type: str | None = None
+    trust: str | None = None
+    entities: list[str] | None = None
+    source: str | None = None
+    review_after: str | None = None
+    state: str | None = None
+    reason: str | None = None
+    by: str | None = None
+    other_id: str | None = None
+    pair_hash: str | None = None
+    resolution: str | None = None
+    winner: str | None = None
+    note: str | None = None
+    expected_sha256: str | None = None
+
+    def stray(self, op: str) -> list[str]:
+        """The fields given that `op` does not take."""
+        return [
+            f.name
+            for f in dataclasses.fields(self)
+            if getattr(self, f.name) is not None and f.name not in UPDATE_OP_FIELDS[op]
+        ]
+
+
+def update(
+    svc: ServiceState,
+    op: str,
+    id: str,
+    title: str | None = None,
+    body: str | None = None,
+    type: str | None = None,
+    trust: str | None = None,
+    entities: list[str] | None = None,
+    source: str | None = None,
+    review_after: str | None = None,
+    state: str | None = None,
+    reason: str | None = None,
+    by: str | None = None,
+    other_id: str | None = None,
+    pair_hash: str | None = None,
+    resolution: str | None = None,
+    winner: str | None = None,
+    note: str | None = None,
+    expected_sha256: str | None = None,
+    store: str | None = None,
+    scope: str | None = None,
+) -> UpdateAnswer:
+    """Change a memory in whichever scope holds it (ids it refers to must be in the same scope)."""
+    if op not in UPDATE_OPS:
+        raise InputError(f"op: '{op}' is not one of {', '.join(UPDATE_OPS)}")
+    request = UpdateRequest(
+        title=title, body=body, type=type, trust=trust, entities=entities, source=source,
+        review_after=review_after, state=state, reason=reason, by=by, other_id=other_id,
+        pair_hash=pair_hash, resolution=resolution, winner=winner, note=note, expected_sha256=expected_sha256,
+    )  # fmt: skip
+    stray = request.stray(op)
+    if stray:
+        takes = ", ".join(UPDATE_OP_FIELDS[op])
+        raise InputError(f"{stray[0]}: op={op} does not take {', '.join(stray)} (it takes {takes})")
+    with svc.scopes.open(scope, store) as opened:
+        o, mem = locate(opened, id)
+        s = o.session
+        now = canon.now_iso()
+        if op == "edit":
+            changed, message = _edit(svc, s, mem, now, request)
+        elif op == "supersede":
+            changed, message = _supersede(svc, s, mem, request.by, now)
+        elif op == "set_state":
+            changed, message = _set_state(svc, s, mem, request.state, request.reason, now)
+        elif op == "link":
+            changed, message = _link(svc, s, mem, request.other_id, now)
+        else:
+            changed, message = _resolve(svc, s, mem, request, now)
+        s.write_files([p for _, p in changed])
+        fresh = ix.get_memory(s.conn, mem_id=id)
+        return UpdateAnswer(
+            op=op,
+            id=id,
+            path=fresh.path if fresh else mem.path,
+            state=fresh.state if fresh else mem.state,
+            changed=[i for i, _ in changed],
+            message=message,
+            index=merged_report(opened),
+        )
+
+
+def _edit(
+    svc: ServiceState,
+    s: StoreSession,
+    mem: ix.IndexedMemory,
+    now: str,
+    request: UpdateRequest,
+) -> tuple[list[tuple[str, str]], str]:
+    check_editable(State(mem.state))
+    title, body, type, trust = request.title, request.body, request.type, request.trust
+    entities, source, review_after = request.entities, request.source, request.review_after
+    fields: dict[str, Any] = {}
+    if type is not None:
+        fields["type"] = enum_arg(MemoryType, type, "type").value
+    if trust is not None:
+        fields["trust"] = enum_arg(Trust, trust, "trust").value
+    if entities is not None:
+        fields["entities"] = s.dictionary.normalise(svc.limits.entities(entities))
+    if source is not None:
+        fields["source"] = svc.limits.source(source)
+    if review_after is not None:
+        fields["review_after"] = check_date(review_after, "review_after")
+    new_title = svc.limits.title(title) if title is not None else None
+    new_body = svc.limits.body(body) if body is not None else None
+    if not fields and new_title is None and new_body is None:
+        raise InputError("edit: op=edit needs at least one of title, body, type, trust, entities, source, review_after")
+
+    def mutate(meta: dict) -> None:
+        for key, value in fields.items():
+            if value is None:
+                meta.pop(key, None)
+            elif isinstance(value, list):
+                canon.set_list(meta, key, value)
+            else:
+                meta[key] = value
+        meta["updated"] = now
+
+    try:
+        canon.rewrite(s.store.memory_file(mem.path), mutate, new_title, new_body, expected_sha=request.expected_sha256)
+    except canon.CanonError as exc:
+        raise StaleWriteError(f"expected_sha256: {exc}; nothing was written") from None
+    return [(mem.id, mem.path)], "edited: " + ", ".join(
+        [*fields, *(["title"] if new_title else []), *(["body"] if new_body is not None else [])]
+    )
+
+
+def _supersede(
+    svc: ServiceState, s: StoreSession, old: ix.IndexedMemory, by: str | None, now: str
+) -> tuple[list[tuple[str, str]], str]:
+    if not by:
+        raise InputError("by: op=supersede needs `by`, the id of the memory that replaces this one")
+    new = ix.get_memory(s.conn, mem_id=by)
+    if new is None:
+        raise NotFoundError(f"by: no memory with id '{by}'")
+    if new.id == old.id:
+        raise InputError("by: a memory cannot supersede itself")
+    for m in (old, new):
+        check_editable(State(m.state))
+    if old.id in {c.id for c in chain(s, new, "superseded_by")}:
+        raise InputError(f"by: '{by}' is already superseded (directly or not) by '{old.id}': that would be a cycle")
+    if by in old.superseded_by:
+        raise InputError(f"by: '{old.id}' is already superseded by '{by}'")
+
+    def add_link(meta: dict) -> None:
+        canon.add_link(meta, "supersedes", old.id, link_entry(svc, old.id, old.path))
+        meta["updated"] = now
+
+    canon.rewrite(s.store.memory_file(new.path), add_link)
+    link_supersede(svc, s, old, new.id, new.path, now)
+    return [(new.id, new.path), (old.id, old.path)], f"{old.id} superseded by {new.id}; {old.id} archived"
+
+
+def _set_state(
+    svc: ServiceState, s: StoreSession, mem: ix.IndexedMemory, state: str | None, reason: str | None, now: str
+) -> tuple[list[tuple[str, str]], str]:
+    target = enum_arg(State, state, "state")
+    if target is None:
+        raise InputError("state: op=set_state needs `state`, the target state (active, archived, deprecated)")
+    transition(s, mem, target, reason, now)
+    return [(mem.id, mem.path)], f"{mem.state} → {target.value}"
+
+
+def transition(s: StoreSession, mem: ix.IndexedMemory, target: State, reason: str | None, now: str) -> None:
+    current = State(mem.state)
+    check_transition(current, target, reason)
+
+    def mutate(meta: dict) -> None:
+        meta["state"] = target.value
+        meta["updated"] = now
+        if target is State.DEPRECATED:
+            meta["deprecated_reason"] = (reason or "").strip()
+        elif current is State.DEPRECATED:  # reactivation; deprecated_reason stays as the history
+            meta["reactivated_reason"] = (reason or "").strip()
+
+    canon.rewrite(s.store.memory_file(mem.path), mutate)
+
+
+def _link(
+    svc: ServiceState, s: StoreSession, mem: ix.IndexedMemory, other_id: str | None, now: str
+) -> tuple[list[tuple[str, str]], str]:
+    if not other_id:
+        raise InputError("other_id: op=link needs `other_id`, the id of the related memory")
+    other = ix.get_memory(s.conn, mem_id=other_id)
+    if other is None:
+        raise NotFoundError(f"other_id: no memory with id '{other_id}'")
+    if other.id == mem.id:
+        raise InputError("other_id: a memory cannot be linked to itself")
+    changed = []
+    for a, b in ((mem, other), (other, mem)):
+        if b.id in a.related:
+            continue
+
+        def mutate(meta: dict, b: ix.IndexedMemory = b) -> None:
+            canon.add_link(meta, "related", b.id, link_entry(svc, b.id, b.path))
+            meta["updated"] = now
+
+        canon.rewrite(s.store.memory_file(a.path), mutate)
+        changed.append((a.id, a.path))
+    if not changed:
+        raise InputError(f"other_id: '{mem.id}' and '{other.id}' are already linked")
+    return changed, f"{mem.id} and {other.id} linked as related"
+
+
+def _resolve(
+    svc: ServiceState,
+    s: StoreSession,
+    mem: ix.IndexedMemory,
+    request: UpdateRequest,
+    now: str,
+) -> tuple[list[tuple[str, str]], str]:
+    pair, resolution, winner, note = request.pair_hash, request.resolution, request.winner, request.note
+    if not pair:
+        raise InputError(
+            "pair_hash: op=resolve_conflict needs `pair_hash`, the conflict's (as remember or status give it)"
+        )
+    if resolution is None:
+        raise InputError("resolution: op=resolve_conflict needs `resolution`: keep_both, or supersede with `winner`")
+    if resolution not in RESOLUTIONS:
+        raise InputError(f"resolution: '{resolution}' is not one of {', '.join(RESOLUTIONS)}")
+    row = reads.conflict_pair(s.conn, pair)
+    if row is None or mem.id not in (row[0], row[1]):
+        raise NotFoundError(f"pair_hash: no conflict '{pair}' involving '{mem.id}'")
+    if row[3] == "resolved":
+        raise InputError(f"pair_hash: conflict '{pair}' is already resolved")
+    a_id, b_id, recorded_in = row[0], row[1], row[2]
+    changed: list[tuple[str, str]] = []
+    message = f"conflict {pair} resolved: {resolution}"
+    if resolution == "supersede":
+        if winner is None:
+            raise InputError(f"winner: resolution=supersede needs `winner`, one of the pair ({a_id}, {b_id})")
+        if winner not in (a_id, b_id):
+            raise InputError(f"winner: must be one of the pair ({a_id}, {b_id})")
+        loser = b_id if winner == a_id else a_id
+        loser_mem = ix.get_memory(s.conn, mem_id=loser)
+        if loser_mem is None:
+            raise NotFoundError(f"winner: the other memory '{loser}' is gone")
+        changed, sup_message = _supersede(svc, s, loser_mem, winner, now)
+        message += f" ({sup_message})"
+    holder = ix.get_memory(s.conn, mem_id=recorded_in)
+    if holder is None:
+        raise NotFoundError(f"pair_hash: the memory recording the conflict ({recorded_in}) is gone")
+    other = a_id if recorded_in == b_id else b_id
+
+    def mutate(meta: dict) -> None:
+        for entry in meta.get("conflicts") or []:
+            if str(entry.get("with")) == other:
+                entry["status"] = "resolved"
+                entry["resolution"] = resolution if resolution != "supersede" else f"supersede: {winner} wins"
+                entry["resolved"] = now
+                if note:
+                    entry["note"] = note.strip()
+
+    canon.rewrite(s.store.memory_file(holder.path), mutate)
+    if holder.id not in {i for i, _ in changed}:
+        changed.append((holder.id, holder.path))
+    return changed, message

@@ -1,0 +1,153 @@
+"""The package layout is a layering: every module imports only its own layer or lower ones.
+
+domain < canon < index < config < store < search < tools < edges. `config` sits between index and
+store (store and everything above reads settings); `web` and `__main__` are edges. The imports are read
+from the source with `ast`, lazy ones inside functions included, so a shortcut cannot hide.
+"""
+
+from __future__ import annotations
+
+import ast
+from pathlib import Path
+
+import pytest
+
+import memory_mcp
+
+PACKAGE = Path(memory_mcp.__file__).parent
+LAYERS = ("domain", "canon", "index", "config", "store", "search", "tools", "edges")
+EDGE_MODULES = {"__main__"}  # a top-level module that is an edge (python -m memory_mcp)
+
+
+def _layer_of(module: str) -> str | None:
+    """The layer of `memory_mcp.x.y` (None for the package itself and for modules outside it)."""
+    parts = module.split(".")
+    if parts[0] != "memory_mcp" or len(parts) < 2:
+        return None
+    top = parts[1]
+    if top in EDGE_MODULES:
+        return "edges"
+    if top in LAYERS:
+        return top
+    raise AssertionError(f"{module} belongs to no layer: add it to LAYERS or EDGE_MODULES in tests/test_layers.py")
+
+
+def _module_name(path: Path) -> str:
+    rel = path.relative_to(PACKAGE.parent).with_suffix("")
+    parts = list(rel.parts)
+    if parts[-1] == "__init__":
+        parts.pop()
+    return ".".join(parts)
+
+
+def _imports(path: Path, module: str | None = None) -> list[tuple[int, str]]:
+    """(line, absolute module) of every import in the file, relative ones resolved against `module`."""
+    module = module or _module_name(path)
+    package = module if path.name == "__init__.py" else module.rpartition(".")[0]
+    out: list[tuple[int, str]] = []
+    for node in ast.walk(ast.parse(path.read_text(encoding="utf-8"))):
+        if isinstance(node, ast.Import):
+            out += [(node.lineno, alias.name) for alias in node.names]
+        elif isinstance(node, ast.ImportFrom):
+            if node.level:
+                base = package.split(".")[: len(package.split(".")) - node.level + 1]
+                target = ".".join(base + ([node.module] if node.module else []))
+            else:
+                target = node.module or ""
+            if node.module is None:  # `from . import x`: each name is a module
+                out += [(node.lineno, f"{target}.{alias.name}") for alias in node.names]
+            else:
+                out.append((node.lineno, target))
+    return out
+
+
+MODULES = sorted(PACKAGE.rglob("*.py"))
+
+
+def test_every_module_is_in_a_layer() -> None:
+    for path in MODULES:
+        _layer_of(_module_name(path))  # raises for a module no layer owns
+
+
+@pytest.mark.parametrize("path", MODULES, ids=lambda p: str(p.relative_to(PACKAGE)))
+def test_no_module_imports_a_higher_layer(path: Path) -> None:
+    own = _layer_of(_module_name(path))
+    if own is None:
+        return
+    upward = [
+        f"line {line}: {target} ({layer})"
+        for line, target in _imports(path)
+        if (layer := _layer_of(target)) is not None and LAYERS.index(layer) > LAYERS.index(own)
+    ]
+    assert not upward, f"{path.relative_to(PACKAGE)} ({own}) imports a higher layer: {upward}"
+
+
+def test_the_core_imports_no_edge() -> None:
+    offenders = [
+        f"{path.relative_to(PACKAGE)} line {line}: {target}"
+        for path in MODULES
+        if _layer_of(_module_name(path)) not in ("edges", None)
+        for line, target in _imports(path)
+        if _layer_of(target) == "edges"
+    ]
+    assert not offenders, offenders
+
+
+def test_the_walk_sees_relative_and_lazy_imports(tmp_path: Path) -> None:
+    """The checker itself: a lazy relative import of an edge inside a store module is found and resolved."""
+    probe = tmp_path / "probe.py"
+    probe.write_text("from .lock import StoreLock\n\n\ndef f():\n    from ..edges import server\n", encoding="utf-8")
+    found = _imports(probe, module="memory_mcp.store.probe")
+    assert found == [(1, "memory_mcp.store.lock"), (5, "memory_mcp.edges")]
+    assert _layer_of(found[1][1]) == "edges"
+
+
+MAX_CLASS_LINES = 400
+
+
+def test_no_class_is_a_namespace() -> None:
+    """No class over 400 lines: operations are modules of tools/, not methods of one large class."""
+    large = [
+        f"{path.relative_to(PACKAGE)}: {node.name} ({node.end_lineno - node.lineno + 1} lines)"
+        for path in MODULES
+        for node in ast.walk(ast.parse(path.read_text(encoding="utf-8")))
+        if isinstance(node, ast.ClassDef) and node.end_lineno - node.lineno + 1 > MAX_CLASS_LINES
+    ]
+    assert not large, large
+
+
+SQL_CALLS = {"execute", "executemany", "executescript"}
+# Modules that still run their own SQL. Only shrinks: stage 3 of issue 12 moves each into memory_mcp/index/.
+SQL_OUTSIDE_INDEX = {
+    "search/planner.py",
+    "store/reconcile.py",
+    "store/session.py",
+}
+
+
+def _sql_calls(path: Path) -> list[int]:
+    return [
+        node.lineno
+        for node in ast.walk(ast.parse(path.read_text(encoding="utf-8")))
+        if isinstance(node, ast.Call) and isinstance(node.func, ast.Attribute) and node.func.attr in SQL_CALLS
+    ]
+
+
+def test_sql_stays_in_the_index_package() -> None:
+    calls = {
+        path.relative_to(PACKAGE).as_posix(): lines
+        for path in MODULES
+        if path.relative_to(PACKAGE).parts[0] != "index" and (lines := _sql_calls(path))
+    }
+    new = {name: lines for name, lines in calls.items() if name not in SQL_OUTSIDE_INDEX}
+    assert not new, f"SQL outside memory_mcp/index/: {new}"
+    moved = SQL_OUTSIDE_INDEX - calls.keys()
+    assert not moved, f"no SQL left in {sorted(moved)}: remove them from SQL_OUTSIDE_INDEX"
+
+
+def test_transactions_go_through_atomic() -> None:
+    """BEGIN/COMMIT are written once, in index.db.atomic (savepoints when nested)."""
+    for path in MODULES:
+        text = path.read_text(encoding="utf-8")
+        if path.relative_to(PACKAGE).as_posix() != "index/db.py":
+            assert "BEGIN" not in text and "COMMIT" not in text, path.relative_to(PACKAGE)

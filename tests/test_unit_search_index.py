@@ -1,0 +1,127 @@
+"""Unit tests of the index and the query planner over a real SQLite file in a temporary folder.
+
+No server, no canon files: the index's own functions write rows, the planner reads them back, so a
+change of the schema or of the SQL the planner emits is caught here before any end-to-end test.
+"""
+
+from __future__ import annotations
+
+import sqlite3
+from pathlib import Path
+
+import pytest
+
+from memory_mcp.domain.models import Memory, MemoryType, State, Trust
+from memory_mcp.index import db
+from memory_mcp.index import vectors as vector_table
+from memory_mcp.search.planner import Filters, plan_and_fetch, terms_of, word_match
+
+
+def _memory(
+    mem_id: str, title: str, body: str, state: State = State.ACTIVE, type: MemoryType = MemoryType.FACT
+) -> Memory:
+    return Memory(
+        id=mem_id, type=type, state=state, trust=Trust.USER_STATED, title=title, body=body, entities=[],
+        source="", created="2026-01-01T00:00:00Z", updated="2026-01-01T00:00:00Z", review_after=None,
+        supersedes=[], superseded_by=[],
+    )  # fmt: skip
+
+
+@pytest.fixture
+def conn(tmp_path: Path) -> sqlite3.Connection:
+    c = db.connect(tmp_path / "index.sqlite3")
+    db.create_schema(c)
+    mems = [
+        _memory("M1", "Postgres backups run nightly", "pgbackrest keeps seven days of backups."),
+        _memory("M2", "Tabs in atlas-web", "Alice wants tabs, not spaces, in the atlas-web repo."),
+        _memory("M3", "보안 설정을 끄는 방법", "테스트 서버에서만 보안 설정을 끈다."),
+        _memory("M4", "Old backup policy", "Backups were weekly.", state=State.DEPRECATED),
+    ]
+    for m in mems:
+        db.put_memory(c, f"memories/{m.id}.md", m, [])
+    yield c
+    c.close()
+
+
+def test_a_fresh_index_has_the_current_schema(conn: sqlite3.Connection) -> None:
+    assert db.schema_problem(conn) is None
+    assert db.meta_value(conn, "schema_version") == str(db.SCHEMA_VERSION)
+
+
+def test_put_and_get_a_memory_by_id_and_path(conn: sqlite3.Connection) -> None:
+    by_id = db.get_memory(conn, mem_id="M1")
+    assert by_id is not None and by_id.title == "Postgres backups run nightly"
+    assert db.get_memory(conn, path="memories/M1.md") == by_id
+    db.put_memory(conn, "memories/M1.md", _memory("M1", "Postgres backups run hourly", "changed"), [])
+    assert db.get_memory(conn, mem_id="M1").title == "Postgres backups run hourly"
+    assert len(db.all_memories(conn)) == 4  # replaced, not added
+    db.drop_memory_at(conn, "memories/M1.md")
+    assert db.get_memory(conn, mem_id="M1") is None
+
+
+def test_heat_counts_recalls(conn: sqlite3.Connection) -> None:
+    assert db.heat_of(conn, ["M1"]).get("M1", (0, ""))[0] == 0
+    db.bump_heat(conn, ["M1"], "2026-02-01T00:00:00Z")
+    db.bump_heat(conn, ["M1"], "2026-02-02T00:00:00Z")
+    assert db.heat_of(conn, ["M1"])["M1"] == (2, "2026-02-02T00:00:00Z")
+
+
+def _found(conn: sqlite3.Connection, query: str, filters: Filters | None = None) -> set[str]:
+    plan = plan_and_fetch(conn, query, filters if filters is not None else Filters(), want=10)
+    mems = db.memories_by_rowid(conn, list(plan.candidates))
+    return {m.id for m in mems.values()}
+
+
+def test_the_planner_finds_by_word_stem_and_substring(conn: sqlite3.Connection) -> None:
+    assert _found(conn, "backup") == {"M1"}  # plural absorbed by the stem; M4 is deprecated
+    assert _found(conn, "atlas") == {"M2"}
+    assert _found(conn, "보안을") == {"M3"}  # the particle is stripped
+    assert _found(conn, "backrest") == {"M1"}  # a substring, through the trigram leg
+
+
+def test_filters_reach_the_sql(conn: sqlite3.Connection) -> None:
+    assert _found(conn, "backups", Filters(include_deprecated=True)) == {"M1", "M4"}
+    assert _found(conn, "backups", Filters(states=["deprecated"])) == {"M4"}
+    assert _found(conn, "backups", Filters(types=["decision"])) == set()
+
+
+@pytest.mark.parametrize("query", ['"tabs', "tabs AND (atlas*", "NEAR(tabs spaces)", "tabs OR", "-tabs ^x :y"])
+def test_user_text_is_never_fts5_syntax(conn: sqlite3.Connection, query: str) -> None:
+    assert "M2" in _found(conn, query)  # no sqlite3.OperationalError, the words still match
+    expression = word_match(terms_of(query), all_terms=False)
+    conn.execute("SELECT count(*) FROM fts_word WHERE fts_word MATCH ?", (expression,)).fetchone()
+
+
+def test_vectors_round_trip_and_rank_by_cosine(conn: sqlite3.Connection) -> None:
+    m1, m2 = db.get_memory(conn, mem_id="M1"), db.get_memory(conn, mem_id="M2")
+    vector_table.store_vectors(conn, "toy", [(m1.norm_hash, [1.0, 0.0]), (m2.norm_hash, [0.6, 0.8])])
+    ranked = vector_table.cosine_rank(conn, "toy", [1.0, 0.1])
+    assert [mem_id for _, mem_id, _, _ in ranked] == ["M1", "M2"]
+    assert vector_table.pending_count(conn, "toy") == 2  # M3 and M4 have no vector yet
+    db.drop_memory_at(conn, "memories/M2.md")
+    assert vector_table.prune(conn) == 1
+
+
+def _titles(conn: sqlite3.Connection) -> set[str]:
+    return {m.title for m in db.all_memories(conn)}
+
+
+def test_atomic_commits_or_undoes_the_whole_block(conn: sqlite3.Connection) -> None:
+    with db.atomic(conn):
+        db.put_memory(conn, "memories/M5.md", _memory("M5", "Kept", "committed"), [])
+    assert "Kept" in _titles(conn) and not conn.in_transaction
+    with pytest.raises(ValueError), db.atomic(conn):
+        db.put_memory(conn, "memories/M6.md", _memory("M6", "Undone", "rolled back"), [])
+        raise ValueError("half-way")
+    assert "Undone" not in _titles(conn) and not conn.in_transaction
+
+
+def test_a_nested_atomic_is_a_savepoint(conn: sqlite3.Connection) -> None:
+    with db.atomic(conn):
+        db.put_memory(conn, "memories/M7.md", _memory("M7", "Outer", "kept"), [])
+        with pytest.raises(db.Rollback), db.atomic(conn):
+            db.put_memory(conn, "memories/M8.md", _memory("M8", "Inner", "undone"), [])
+            raise db.Rollback
+        assert conn.in_transaction  # the outer transaction is still open
+    titles = _titles(conn)
+    assert "Outer" in titles and "Inner" not in titles
