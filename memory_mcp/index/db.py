@@ -13,7 +13,6 @@ from collections.abc import Iterable, Iterator
 from contextlib import contextmanager
 from dataclasses import dataclass
 from pathlib import Path
-from typing import NamedTuple
 
 from ..canon.files import norm_hash, now_iso
 from ..domain.models import Memory
@@ -253,51 +252,6 @@ def data_version(conn: sqlite3.Connection) -> int:
     return conn.execute("PRAGMA data_version").fetchone()[0]
 
 
-# ---------------------------------------------------------------- files ledger
-
-
-class FileRow(NamedTuple):
-    """One ledger row. A NamedTuple: the no-change pass loads one per file (3x cheaper than a dataclass)."""
-
-    path: str
-    mtime_ns: int
-    size: int
-    sha256: str
-    memory_id: str | None
-    error: str | None
-    inode: int = 0
-
-
-def file_rows(conn: sqlite3.Connection) -> dict[str, FileRow]:
-    cur = conn.cursor()
-    cur.row_factory = None  # plain tuples: sqlite3.Row objects would double the cost of this hot loop
-    rows = cur.execute("SELECT path, mtime_ns, size, sha256, memory_id, error, inode FROM files")
-    return {r[0]: FileRow._make(r) for r in rows}
-
-
-def file_rows_at(conn: sqlite3.Connection, paths: list[str]) -> dict[str, FileRow]:
-    out: dict[str, FileRow] = {}
-    cur = conn.cursor()
-    cur.row_factory = None
-    for start in range(0, len(paths), 500):
-        chunk = paths[start : start + 500]
-        sql = f"SELECT path, mtime_ns, size, sha256, memory_id, error, inode FROM files WHERE path IN ({','.join('?' * len(chunk))})"
-        out.update((r[0], FileRow._make(r)) for r in cur.execute(sql, chunk))
-    return out
-
-
-def put_file(conn: sqlite3.Connection, row: FileRow) -> None:
-    conn.execute(
-        "INSERT OR REPLACE INTO files (path, mtime_ns, size, sha256, memory_id, error, inode) VALUES (?,?,?,?,?,?,?)",
-        (row.path, row.mtime_ns, row.size, row.sha256, row.memory_id, row.error, row.inode),
-    )
-
-
-def drop_file(conn: sqlite3.Connection, path: str) -> None:
-    conn.execute("DELETE FROM files WHERE path = ?", (path,))
-    drop_memory_at(conn, path)
-
-
 # ---------------------------------------------------------------- memories
 
 
@@ -450,6 +404,12 @@ def get_memory(conn: sqlite3.Connection, *, mem_id: str | None = None, path: str
     else:
         row = conn.execute(f"SELECT {_COLUMNS} FROM memories WHERE path = ?", (path,)).fetchone()
     return _indexed(row) if row else None
+
+
+def memory_path(conn: sqlite3.Connection, mem_id: str) -> str | None:
+    """The canon path of the memory with this id."""
+    row = conn.execute("SELECT path FROM memories WHERE id = ?", (mem_id,)).fetchone()
+    return row[0] if row else None
 
 
 def memories_by_rowid(conn: sqlite3.Connection, rowids: list[int]) -> dict[int, IndexedMemory]:

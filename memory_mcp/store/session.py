@@ -21,10 +21,11 @@ from ..domain.errors import StoreAccessError
 from ..domain.models import ConflictSummary, DocumentsReport, IndexReport, ReconcileReport, ScopeReport
 from ..index import db as ix
 from ..index import vectors as vector_table
+from ..index.ledger import unparseable_files
 from .documents import DocumentSource, reconcile_documents
 from .lock import StoreLock
 from .paths import Store
-from .reconcile import StatGate, index_file, reconcile, reconcile_files, unparseable_files
+from .reconcile import StatGate, index_file, reconcile, reconcile_files
 from .watch import CanonWatch
 
 # SQLite errors that mean "wait", not "this index is damaged or unusable"
