@@ -120,7 +120,6 @@ SQL_CALLS = {"execute", "executemany", "executescript"}
 # Modules that still run their own SQL. Only shrinks: stage 3 of issue 12 moves each into memory_mcp/index/.
 SQL_OUTSIDE_INDEX = {
     "search/planner.py",
-    "store/session.py",
 }
 
 

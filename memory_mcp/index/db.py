@@ -456,6 +456,19 @@ def heat_of(conn: sqlite3.Connection, ids: list[str]) -> dict[str, tuple[int, st
     return {r[0]: (r[1], r[2]) for r in rows}
 
 
+def all_heat(conn: sqlite3.Connection) -> dict[str, tuple[int, str]]:
+    """memory id → (recalls, last recalled) of every memory ever recalled."""
+    return {r[0]: (r[1], r[2]) for r in conn.execute("SELECT memory_id, recalls, last_recalled FROM heat")}
+
+
+def put_heat(conn: sqlite3.Connection, heat: dict[str, tuple[int, str]]) -> None:
+    """Set these recall counts as they are (a rebuild carrying them over)."""
+    conn.executemany(
+        "INSERT OR REPLACE INTO heat (memory_id, recalls, last_recalled) VALUES (?,?,?)",
+        [(mem_id, recalls, last) for mem_id, (recalls, last) in heat.items()],
+    )
+
+
 def bump_heat(conn: sqlite3.Connection, ids: list[str], when: str) -> None:
     # one transaction: in autocommit mode each row would be its own commit (10 WAL commits per recall)
     own = not conn.in_transaction
