@@ -53,3 +53,22 @@ def open_pairs(conn: sqlite3.Connection) -> list[sqlite3.Row]:
     return conn.execute(
         "SELECT pair_hash, a_id, b_id, recorded_in, detected FROM conflicts WHERE status = 'open' ORDER BY pair_hash"
     ).fetchall()
+
+
+def open_count(conn: sqlite3.Connection) -> int:
+    return conn.execute("SELECT count(*) FROM conflicts WHERE status = 'open'").fetchone()[0]
+
+
+def oldest_open(conn: sqlite3.Connection, limit: int) -> list[tuple[str, str, str, str, str, str]]:
+    """(pair_hash, a_id, b_id, detected, a's title, b's title) of the oldest open pairs; a title is
+    '(missing)' when that memory is not indexed."""
+    rows = conn.execute(
+        """SELECT c.pair_hash, c.a_id, c.b_id, c.detected,
+                  coalesce(a.title, '(missing)'), coalesce(b.title, '(missing)')
+           FROM conflicts c
+           LEFT JOIN memories a ON a.id = c.a_id
+           LEFT JOIN memories b ON b.id = c.b_id
+           WHERE c.status = 'open' ORDER BY c.detected, c.pair_hash LIMIT ?""",
+        (limit,),
+    )
+    return [tuple(r) for r in rows]

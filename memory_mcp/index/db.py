@@ -13,7 +13,6 @@ from collections.abc import Iterable, Iterator
 from contextlib import contextmanager
 from dataclasses import dataclass
 from pathlib import Path
-from typing import NamedTuple
 
 from ..canon.files import norm_hash, now_iso
 from ..domain.models import Memory
@@ -253,51 +252,6 @@ def data_version(conn: sqlite3.Connection) -> int:
     return conn.execute("PRAGMA data_version").fetchone()[0]
 
 
-# ---------------------------------------------------------------- files ledger
-
-
-class FileRow(NamedTuple):
-    """One ledger row. A NamedTuple: the no-change pass loads one per file (3x cheaper than a dataclass)."""
-
-    path: str
-    mtime_ns: int
-    size: int
-    sha256: str
-    memory_id: str | None
-    error: str | None
-    inode: int = 0
-
-
-def file_rows(conn: sqlite3.Connection) -> dict[str, FileRow]:
-    cur = conn.cursor()
-    cur.row_factory = None  # plain tuples: sqlite3.Row objects would double the cost of this hot loop
-    rows = cur.execute("SELECT path, mtime_ns, size, sha256, memory_id, error, inode FROM files")
-    return {r[0]: FileRow._make(r) for r in rows}
-
-
-def file_rows_at(conn: sqlite3.Connection, paths: list[str]) -> dict[str, FileRow]:
-    out: dict[str, FileRow] = {}
-    cur = conn.cursor()
-    cur.row_factory = None
-    for start in range(0, len(paths), 500):
-        chunk = paths[start : start + 500]
-        sql = f"SELECT path, mtime_ns, size, sha256, memory_id, error, inode FROM files WHERE path IN ({','.join('?' * len(chunk))})"
-        out.update((r[0], FileRow._make(r)) for r in cur.execute(sql, chunk))
-    return out
-
-
-def put_file(conn: sqlite3.Connection, row: FileRow) -> None:
-    conn.execute(
-        "INSERT OR REPLACE INTO files (path, mtime_ns, size, sha256, memory_id, error, inode) VALUES (?,?,?,?,?,?,?)",
-        (row.path, row.mtime_ns, row.size, row.sha256, row.memory_id, row.error, row.inode),
-    )
-
-
-def drop_file(conn: sqlite3.Connection, path: str) -> None:
-    conn.execute("DELETE FROM files WHERE path = ?", (path,))
-    drop_memory_at(conn, path)
-
-
 # ---------------------------------------------------------------- memories
 
 
@@ -452,6 +406,12 @@ def get_memory(conn: sqlite3.Connection, *, mem_id: str | None = None, path: str
     return _indexed(row) if row else None
 
 
+def memory_path(conn: sqlite3.Connection, mem_id: str) -> str | None:
+    """The canon path of the memory with this id."""
+    row = conn.execute("SELECT path FROM memories WHERE id = ?", (mem_id,)).fetchone()
+    return row[0] if row else None
+
+
 def memories_by_rowid(conn: sqlite3.Connection, rowids: list[int]) -> dict[int, IndexedMemory]:
     out: dict[int, IndexedMemory] = {}
     for start in range(0, len(rowids), 500):
@@ -494,6 +454,19 @@ def heat_of(conn: sqlite3.Connection, ids: list[str]) -> dict[str, tuple[int, st
     marks = ",".join("?" * len(ids))
     rows = conn.execute(f"SELECT memory_id, recalls, last_recalled FROM heat WHERE memory_id IN ({marks})", ids)
     return {r[0]: (r[1], r[2]) for r in rows}
+
+
+def all_heat(conn: sqlite3.Connection) -> dict[str, tuple[int, str]]:
+    """memory id → (recalls, last recalled) of every memory ever recalled."""
+    return {r[0]: (r[1], r[2]) for r in conn.execute("SELECT memory_id, recalls, last_recalled FROM heat")}
+
+
+def put_heat(conn: sqlite3.Connection, heat: dict[str, tuple[int, str]]) -> None:
+    """Set these recall counts as they are (a rebuild carrying them over)."""
+    conn.executemany(
+        "INSERT OR REPLACE INTO heat (memory_id, recalls, last_recalled) VALUES (?,?,?)",
+        [(mem_id, recalls, last) for mem_id, (recalls, last) in heat.items()],
+    )
 
 
 def bump_heat(conn: sqlite3.Connection, ids: list[str], when: str) -> None:

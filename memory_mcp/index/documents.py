@@ -16,6 +16,10 @@ def doc_file_rows(conn: sqlite3.Connection) -> dict[str, sqlite3.Row]:
     return {r[0]: r for r in conn.execute("SELECT path, label, mtime_ns, size, sha256, skipped FROM doc_files")}
 
 
+def has_doc_files(conn: sqlite3.Connection) -> bool:
+    return conn.execute("SELECT 1 FROM doc_files LIMIT 1").fetchone() is not None
+
+
 def drop_doc_file(conn: sqlite3.Connection, path: str) -> None:
     conn.execute("DELETE FROM doc_files WHERE path = ?", (path,))
     drop_chunks(conn, path)

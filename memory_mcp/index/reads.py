@@ -59,6 +59,10 @@ def memory_count(conn: sqlite3.Connection) -> int:
     return conn.execute("SELECT count(*) FROM memories").fetchone()[0]
 
 
+def memory_ids(conn: sqlite3.Connection) -> set[str]:
+    return {r[0] for r in conn.execute("SELECT id FROM memories")}
+
+
 def memory_paths(conn: sqlite3.Connection) -> set[str]:
     return {r[0] for r in conn.execute("SELECT path FROM memories")}
 

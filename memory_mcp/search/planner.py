@@ -19,6 +19,7 @@ from dataclasses import dataclass, field
 from ..canon.dictionary import EntityDictionary
 from ..domain.ranking import DEFAULT, RankingConstants
 from ..domain.text import Term, fold, stem
+from ..index.search import fts_scores, like_rowids
 
 CANDIDATES_PER_LEG = DEFAULT.candidates_per_leg  # the default; plans use RankingConstants.candidates_per_leg
 MAX_QUERY_CHARS = 2000
@@ -196,36 +197,25 @@ def plan_and_fetch(
     w_title, w_ent, w_body = k.column_weights
     depth = max(k.candidates_per_leg, want)
 
-    def run_fts(table: str, expr: str, weights: str, only: list[int] | None = None) -> list[tuple[int, float]]:
-        # unary + keeps SQLite from handing the rowid list to FTS5, which would re-run the match once per rowid;
-        # CROSS JOIN pins FTS5 as the outer loop for the same reason (with a small joined table the planner
-        # otherwise scans that table and runs the match once per row: 10x slower at 10k memories)
-        among = f" AND +f.rowid IN ({','.join('?' * len(only))})" if only else ""
-        sql = (
-            f"SELECT f.rowid, -bm25({table}, {weights}) AS s FROM {table} f "
-            f"CROSS JOIN {corpus.filter_rows} m ON m.rowid = f.rowid WHERE {table} MATCH ?{where}{among} "
-            f"ORDER BY s DESC LIMIT {len(only) if only else depth}"
-        )
-        try:
-            return [(r[0], r[1]) for r in conn.execute(sql, [expr, *params, *(only or [])])]
-        except sqlite3.OperationalError:
-            return []  # an expression FTS5 still rejects (should not happen: every term is quoted)
-
     weights = f"{w_title}, {w_ent}, {w_body}"
-    hits = run_fts(corpus.word, word_match(terms, all_terms=True), weights)
+
+    def run_fts(table: str, expr: str, only: list[int] | None = None) -> list[tuple[int, float]]:
+        return fts_scores(conn, table, corpus.filter_rows, expr, weights, where, params, depth, only or ())
+
+    hits = run_fts(corpus.word, word_match(terms, all_terms=True))
     plan.legs.append("all-terms")
     if len(hits) < want and len(terms) > 1:
         plan.legs.append("any-term")
         seen = {r for r, _ in hits}
         # all-terms hits keep their rank above any-term hits: they are placed first with their score
-        extra = [(r, s) for r, s in run_fts(corpus.word, word_match(terms, all_terms=False), weights) if r not in seen]
+        extra = [(r, s) for r, s in run_fts(corpus.word, word_match(terms, all_terms=False)) if r not in seen]
         hits += extra
     for rowid, s in hits:
         plan.candidates.setdefault(rowid, Candidate(rowid)).word = max(s, 0.0)
     tri_expr = trigram_match(terms, query)
     if tri_expr:
         plan.legs.append("trigram")
-        for rowid, s in run_fts(corpus.trigram, tri_expr, weights):
+        for rowid, s in run_fts(corpus.trigram, tri_expr):
             plan.candidates.setdefault(rowid, Candidate(rowid)).trigram = max(s, 0.0)
     gram_expr = gram_match(terms, query, k.gram_min_len)
     if gram_expr and plan.candidates:
@@ -233,7 +223,7 @@ def plan_and_fetch(
         plan.legs.append("trigram-grams")
         for c in plan.candidates.values():
             c.trigram = 0.0
-        for rowid, s in run_fts(corpus.trigram, gram_expr, weights, only=list(plan.candidates)):
+        for rowid, s in run_fts(corpus.trigram, gram_expr, only=list(plan.candidates)):
             plan.candidates[rowid].trigram = max(s, 0.0)
     short = like_terms(terms)
     if short:
@@ -248,11 +238,7 @@ def plan_and_fetch(
             extra_params += ids
         for term in short:
             pattern = "%" + term.replace("\\", "\\\\").replace("%", "\\%").replace("_", "\\_") + "%"
-            sql = (
-                f"SELECT m.rowid FROM {corpus.rows} m WHERE (m.title LIKE ? ESCAPE '\\' OR m.body LIKE ? ESCAPE '\\' "
-                f"OR m.entities LIKE ? ESCAPE '\\'){extra_where} LIMIT {depth * 5}"
-            )
-            for (rowid,) in conn.execute(sql, [pattern, pattern, pattern, *extra_params]):
+            for rowid in like_rowids(conn, corpus.rows, pattern, extra_where, extra_params, depth * 5):
                 found[rowid] = found.get(rowid, 0) + 1
         for rowid, n in found.items():
             plan.candidates.setdefault(rowid, Candidate(rowid)).like = n / len(short)

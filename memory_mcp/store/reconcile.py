@@ -19,9 +19,11 @@ from typing import NamedTuple
 from ..canon import files as canon
 from ..canon.dictionary import EntityDictionary
 from ..domain.errors import ContainmentError
-from ..domain.models import ReconcileReport, Unparseable
+from ..domain.models import ReconcileReport
 from ..domain.vocabulary import State
 from ..index import db as ix
+from ..index import ledger
+from ..index.reads import memory_ids
 from .paths import Store
 
 # A pass that (re)indexed at least this many memories, and at least a tenth of the store, ends by merging
@@ -109,7 +111,7 @@ class StatGate:
         return None
 
     @staticmethod
-    def unchanged(row: ix.FileRow | None, entry: DiskEntry) -> bool:
+    def unchanged(row: ledger.FileRow | None, entry: DiskEntry) -> bool:
         if row is None or row.mtime_ns != entry.mtime_ns or row.size != entry.size:
             return False
         # the inode catches files swapped by renames that keep size and mtime (0 = unknown, e.g. Windows)
@@ -130,16 +132,16 @@ def reconcile(
     started = time.perf_counter()
     gate = gate or StatGate(store)
     disk = gate.scan()
-    known = ix.file_rows(conn)
+    known = ledger.file_rows(conn)
     report = ReconcileReport(scanned=len(disk))
     step = progress or (lambda done, total: None)
     with ix.atomic(conn):
         for rel in sorted(known.keys() - disk.keys()):
-            ix.drop_file(conn, rel)
+            ledger.drop_file(conn, rel)
             report.removed += 1
         # owners only matter for files recorded as duplicates; skip the full id scan when there are none
         has_dupes = any(r.error and r.error.startswith("duplicate id") for r in known.values())
-        owners = {r[0] for r in conn.execute("SELECT id FROM memories")} if has_dupes else set()
+        owners = memory_ids(conn) if has_dupes else set()
         for done, rel in enumerate(sorted(disk)):
             step(done, len(disk))
             entry = disk[rel]
@@ -148,7 +150,7 @@ def reconcile(
             if entry.problem is not None:
                 if row is None or row.error != entry.problem:
                     ix.drop_memory_at(conn, rel)
-                    ix.put_file(conn, ix.FileRow(rel, 0, 0, "", None, entry.problem))
+                    ledger.put_file(conn, ledger.FileRow(rel, 0, 0, "", None, entry.problem))
                     report.reindexed += 1
                 continue
             if StatGate.unchanged(row, entry) and not retry and rel not in suspects:
@@ -162,13 +164,9 @@ def reconcile(
         # Swapped or rotated files (a↔b by hand, a git checkout) make a file look like a duplicate of
         # one whose old row is only replaced later in this pass: retry those now, so this call's
         # answer is already right instead of the next one's.
-        dupes = conn.execute(
-            "SELECT path, mtime_ns, size, sha256, memory_id, error, inode FROM files "
-            "WHERE error LIKE 'duplicate id%' ORDER BY path"
-        ).fetchall()
-        owners = {r[0] for r in conn.execute("SELECT id FROM memories")} if dupes else set()
-        for dupe in dupes:
-            row = ix.FileRow(*dupe)
+        dupes = ledger.duplicate_rows(conn)
+        owners = memory_ids(conn) if dupes else set()
+        for row in dupes:
             if row.path in disk and _duplicate_owner_gone(row, owners):
                 outcome = index_file(store, conn, dictionary, row.path)
                 if outcome.memory_id:
@@ -176,7 +174,7 @@ def reconcile(
         step(len(disk), len(disk))
         if report.reindexed >= max(BULK_REINDEX, len(disk) // 10):
             ix.optimize_search(conn)
-    report.unparseable = conn.execute("SELECT count(*) FROM files WHERE error IS NOT NULL").fetchone()[0]
+    report.unparseable = ledger.unparseable_count(conn)
     report.seconds = round(time.perf_counter() - started, 6)
     return report
 
@@ -188,7 +186,7 @@ def reconcile_files(
     would do for them, without stat-ing the rest. None when only a full pass can judge (a duplicate id,
     a symlink, something that is not a regular file): nothing is changed then."""
     started = time.perf_counter()
-    if _has_duplicate_ids(conn):
+    if ledger.has_duplicate_ids(conn):
         return None
     # the scan's rules: Markdown files only, hidden names skipped
     wanted = sorted(r for r in rels if r.endswith(".md") and not any(p.startswith(".") for p in r.split("/")))
@@ -204,38 +202,34 @@ def reconcile_files(
         if not stat.S_ISREG(mode):
             return None
         present.append(rel)
-    known = ix.file_rows_at(conn, wanted)
+    known = ledger.file_rows_at(conn, wanted)
     report = ReconcileReport()
     try:
         with ix.atomic(conn):
             for rel in gone:  # removals first, as in the full pass: a rename must not look like a duplicate
                 if rel in known:
-                    ix.drop_file(conn, rel)
+                    ledger.drop_file(conn, rel)
                     report.removed += 1
             for rel in present:
                 outcome = index_file(store, conn, dictionary, rel, known_sha=_sha(known.get(rel)))
                 report.hashed += outcome.hashed
                 report.reindexed += outcome.reindexed
                 report.removed += outcome.removed
-            if _has_duplicate_ids(conn):  # this pass made one: only the full pass's retry settles it
+            if ledger.has_duplicate_ids(conn):  # this pass made one: only the full pass's retry settles it
                 raise ix.Rollback
     except ix.Rollback:
         return None
-    report.scanned = conn.execute("SELECT count(*) FROM files").fetchone()[0]
-    report.unparseable = conn.execute("SELECT count(*) FROM files WHERE error IS NOT NULL").fetchone()[0]
+    report.scanned = ledger.file_count(conn)
+    report.unparseable = ledger.unparseable_count(conn)
     report.seconds = round(time.perf_counter() - started, 6)
     return report
 
 
-def _has_duplicate_ids(conn: sqlite3.Connection) -> bool:
-    return conn.execute("SELECT 1 FROM files WHERE error LIKE 'duplicate id%' LIMIT 1").fetchone() is not None
-
-
-def _sha(row: ix.FileRow | None) -> str | None:
+def _sha(row: ledger.FileRow | None) -> str | None:
     return row.sha256 if row is not None else None
 
 
-def _duplicate_owner_gone(row: ix.FileRow, owners: set[str]) -> bool:
+def _duplicate_owner_gone(row: ledger.FileRow, owners: set[str]) -> bool:
     return bool(row.error and row.error.startswith("duplicate id") and row.memory_id not in owners)
 
 
@@ -260,28 +254,25 @@ def index_file(
         path = store.memory_file(rel)
     except ContainmentError as exc:  # defence in depth: the scan already reports links leading outside
         ix.drop_memory_at(conn, rel)
-        ix.put_file(conn, ix.FileRow(rel, 0, 0, "", None, str(exc)[:500]))
+        ledger.put_file(conn, ledger.FileRow(rel, 0, 0, "", None, str(exc)[:500]))
         outcome.reindexed = 1
         return outcome
     try:
         before, data = _read_capped(path)
     except FileNotFoundError:
-        ix.drop_file(conn, rel)
+        ledger.drop_file(conn, rel)
         outcome.removed = 1
         return outcome
     except OSError as exc:
         ix.drop_memory_at(conn, rel)
-        ix.put_file(conn, ix.FileRow(rel, 0, 0, "", None, f"cannot read: {exc.strerror}"))
+        ledger.put_file(conn, ledger.FileRow(rel, 0, 0, "", None, f"cannot read: {exc.strerror}"))
         outcome.reindexed = 1
         return outcome
     outcome.hashed = 1
     sha = canon.sha256_bytes(data)
     mtime = _gate_mtime(before.st_mtime_ns)
     if known_sha is not None and sha == known_sha:
-        conn.execute(
-            "UPDATE files SET mtime_ns = ?, size = ?, inode = ? WHERE path = ?",
-            (mtime, before.st_size, before.st_ino, rel),
-        )
+        ledger.restamp_file(conn, rel, mtime, before.st_size, before.st_ino)
         return outcome
     outcome.reindexed = 1
     fallback_time = _iso_from_ns(before.st_mtime_ns)
@@ -293,13 +284,13 @@ def index_file(
         reason = str(exc) if isinstance(exc, canon.CanonError) else f"cannot parse ({type(exc).__name__}: {exc})"
         reason = reason.encode("utf-8", "backslashreplace").decode("utf-8")  # always storable in SQLite
         ix.drop_memory_at(conn, rel)
-        ix.put_file(conn, ix.FileRow(rel, mtime, before.st_size, sha, None, reason[:500], before.st_ino))
+        ledger.put_file(conn, ledger.FileRow(rel, mtime, before.st_size, sha, None, reason[:500], before.st_ino))
         return outcome
-    owner = conn.execute("SELECT path FROM memories WHERE id = ?", (mem.id,)).fetchone()
-    if owner is not None and owner[0] != rel:
+    owner = ix.memory_path(conn, mem.id)
+    if owner is not None and owner != rel:
         ix.drop_memory_at(conn, rel)
-        reason = f"duplicate id {mem.id} (also in {owner[0]})"
-        ix.put_file(conn, ix.FileRow(rel, mtime, before.st_size, sha, mem.id, reason, before.st_ino))
+        reason = f"duplicate id {mem.id} (also in {owner})"
+        ledger.put_file(conn, ledger.FileRow(rel, mtime, before.st_size, sha, mem.id, reason, before.st_ino))
         return outcome
     previous = ix.get_memory(conn, path=rel)
     if (
@@ -321,7 +312,7 @@ def index_file(
             mem.state = State.ACTIVE
             mem.updated = canon.now_iso()
     ix.put_memory(conn, rel, mem, dictionary.normalise(mem.entities))
-    ix.put_file(conn, ix.FileRow(rel, mtime, before.st_size, sha, mem.id, None, before.st_ino))
+    ledger.put_file(conn, ledger.FileRow(rel, mtime, before.st_size, sha, mem.id, None, before.st_ino))
     outcome.memory_id = mem.id
     return outcome
 
@@ -360,8 +351,3 @@ def _gate_mtime(mtime_ns: int) -> int:
 
 def _iso_from_ns(ns: int) -> str:
     return time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime(ns / 1e9))
-
-
-def unparseable_files(conn: sqlite3.Connection) -> list[Unparseable]:
-    rows = conn.execute("SELECT path, error FROM files WHERE error IS NOT NULL ORDER BY path")
-    return [Unparseable(path=r[0], reason=r[1]) for r in rows]

@@ -19,12 +19,16 @@ from ..canon import files as canon
 from ..canon.dictionary import EntityDictionary
 from ..domain.errors import StoreAccessError
 from ..domain.models import ConflictSummary, DocumentsReport, IndexReport, ReconcileReport, ScopeReport
+from ..index import conflicts as conflict_table
 from ..index import db as ix
+from ..index import ledger
 from ..index import vectors as vector_table
+from ..index.documents import has_doc_files
+from ..index.reads import memory_ids
 from .documents import DocumentSource, reconcile_documents
 from .lock import StoreLock
 from .paths import Store
-from .reconcile import StatGate, index_file, reconcile, reconcile_files, unparseable_files
+from .reconcile import StatGate, index_file, reconcile, reconcile_files
 from .watch import CanonWatch
 
 # SQLite errors that mean "wait", not "this index is damaged or unusable"
@@ -288,12 +292,12 @@ class StoreSession:
 
     def _rearm_watch(self, data_version: int) -> None:
         # a "racy" entry (mtime 0: read within the mtime tick of a write) needs its folder watched before it was read
-        racy = self.conn.execute("SELECT 1 FROM files WHERE mtime_ns <= 0 AND error IS NULL LIMIT 1").fetchone()
-        if self._watch.rearm(self._gate.folders, trusted=not self._gate.saw_symlink, racy=racy is not None):
+        racy = ledger.has_racy_stamp(self.conn)
+        if self._watch.rearm(self._gate.folders, trusted=not self._gate.saw_symlink, racy=racy):
             self._quiet_baseline = (self.conn, data_version)
 
     def _reconcile_documents(self) -> None:
-        if not self.sources and self.conn.execute("SELECT 1 FROM doc_files LIMIT 1").fetchone() is None:
+        if not self.sources and not has_doc_files(self.conn):
             self.last_documents = DocumentsReport()
             return
         with ix.atomic(self.conn):
@@ -319,7 +323,7 @@ class StoreSession:
         digest = canon.sha256_bytes(data) if stamp else ""
         if ix.meta_value(self.conn, "dictionary_sha256") != digest:
             # entity spellings may normalise differently now: have every file re-read on this pass
-            self.conn.execute("UPDATE files SET mtime_ns = -1, sha256 = ''")
+            ledger.forget_stamps(self.conn)
             ix.set_meta(self.conn, "dictionary_sha256", digest)
         return True
 
@@ -337,7 +341,7 @@ class StoreSession:
         `progress(done, total)` hears how many files have been indexed so far."""
         heat: dict[str, tuple[int, str]] = {}
         try:
-            heat = {r[0]: (r[1], r[2]) for r in self.conn.execute("SELECT memory_id, recalls, last_recalled FROM heat")}
+            heat = ix.all_heat(self.conn)
         except sqlite3.DatabaseError:
             pass
         # embeddings are keyed by content hash: unchanged text keeps its vector, so a rebuild re-embeds nothing
@@ -357,11 +361,8 @@ class StoreSession:
         report = reconcile(self.store, self.conn, self.dictionary, progress=progress)
         report.rebuilt, report.rebuild_reason = True, "memory_reindex"
         self._reconcile_documents()
-        live = {r[0] for r in self.conn.execute("SELECT id FROM memories")}
-        self.conn.executemany(
-            "INSERT OR REPLACE INTO heat (memory_id, recalls, last_recalled) VALUES (?,?,?)",
-            [(k, v[0], v[1]) for k, v in heat.items() if k in live],
-        )
+        live = memory_ids(self.conn)
+        ix.put_heat(self.conn, {mem_id: counts for mem_id, counts in heat.items() if mem_id in live})
         vector_table.import_vectors(self.conn, vectors)
         self.last_report = report
         return report, heat
@@ -373,31 +374,22 @@ class StoreSession:
             store=self.store.name,
             reconcile=report,
             scopes=[ScopeReport(scope=self.scope, store=self.store.name, root=str(self.store.root), reconcile=report)],
-            unparseable=[u.model_copy(update={"scope": self.scope}) for u in unparseable_files(self.conn)],
+            unparseable=[u.model_copy(update={"scope": self.scope}) for u in ledger.unparseable_files(self.conn)],
             unresolved_conflicts=self.open_conflicts(limit=REPORTED_CONFLICTS),
             unresolved_conflicts_total=self.count_open_conflicts(),
             documents=self.last_documents if self.sources or self.last_documents.removed else None,
         )
 
     def count_open_conflicts(self) -> int:
-        return self.conn.execute("SELECT count(*) FROM conflicts WHERE status = 'open'").fetchone()[0]
+        return conflict_table.open_count(self.conn)
 
     def open_conflicts(self, limit: int = 200) -> list[ConflictSummary]:
         """The oldest open conflicts (a store can hold thousands; every answer lists only a few)."""
-        rows = self.conn.execute(
-            """SELECT c.pair_hash, c.a_id, c.b_id, c.detected,
-                      coalesce(a.title, '(missing)'), coalesce(b.title, '(missing)')
-               FROM conflicts c
-               LEFT JOIN memories a ON a.id = c.a_id
-               LEFT JOIN memories b ON b.id = c.b_id
-               WHERE c.status = 'open' ORDER BY c.detected, c.pair_hash LIMIT ?""",
-            (limit,),
-        )
         return [
             ConflictSummary(
                 scope=self.scope, pair_hash=r[0], a_id=r[1], b_id=r[2], detected=r[3], a_title=r[4], b_title=r[5]
             )
-            for r in rows
+            for r in conflict_table.oldest_open(self.conn, limit)
         ]
 
     def db_size(self) -> int:

@@ -18,13 +18,14 @@ from ..domain.models import (
 from ..index import db as ix
 from ..index import reads
 from ..index import vectors as vector_table
+from ..index.ledger import file_rows, file_rows_at, unparseable_files
 from ..search import semantic as sem
 from ..search.conflicts import (
     AUTO_CLOSED,
     StalePair,
     stale_open_pairs,
 )
-from ..store.reconcile import StatGate, unparseable_files
+from ..store.reconcile import StatGate
 from ..store.session import StoreSession
 from .state import ServiceState
 
@@ -81,7 +82,7 @@ def _close_stale_conflicts(svc: ServiceState, s: StoreSession) -> list[AutoClose
     for pair in stale:
         by_holder[pair.holder.path].append(pair)
     now, closed, written = canon.now_iso(), [], []
-    ledger = ix.file_rows_at(s.conn, list(by_holder))
+    ledger = file_rows_at(s.conn, list(by_holder))
     for path, pairs in by_holder.items():
         why = {p.other_id: p for p in pairs}
 
@@ -155,7 +156,7 @@ def _verify(s: StoreSession) -> list[Mismatch]:
     conn = s.conn
     out: list[Mismatch] = []
     disk = StatGate(s.store).scan()
-    files = ix.file_rows(conn)
+    files = file_rows(conn)
     for rel in sorted(files.keys() - disk.keys()):
         out.append(Mismatch(path=rel, id=files[rel].memory_id, problem="indexed but the file is gone"))
     indexed_paths = reads.memory_paths(conn)

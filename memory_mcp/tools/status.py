@@ -13,10 +13,10 @@ from ..domain.models import (
 )
 from ..index import db as ix
 from ..index import reads
+from ..index.ledger import unparseable_files
 from ..store.documents import (
     source_status,
 )
-from ..store.reconcile import unparseable_files
 from ..store.session import StoreSession
 from .context import (
     current_handoff,

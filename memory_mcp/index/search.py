@@ -1,0 +1,49 @@
+"""The search legs' queries: a ranked FTS5 match and a LIKE probe, over memories or document chunks.
+
+Table names come from the planner's `Corpus` constants, never from input; `where` is a `Filters.sql()`
+clause over alias `m` with its parameters, and every user term arrives as a bound, already quoted value.
+"""
+
+from __future__ import annotations
+
+import sqlite3
+from collections.abc import Sequence
+
+
+def fts_scores(
+    conn: sqlite3.Connection,
+    table: str,
+    filter_rows: str,
+    expression: str,
+    weights: str,
+    where: str,
+    params: Sequence[object],
+    limit: int,
+    among: Sequence[int] = (),
+) -> list[tuple[int, float]]:
+    """(rowid, -bm25) of the best `limit` rows of `table` matching the FTS5 `expression`, best first;
+    only rows in `among` when given (then `limit` is its length)."""
+    # unary + keeps SQLite from handing the rowid list to FTS5, which would re-run the match once per rowid;
+    # CROSS JOIN pins FTS5 as the outer loop for the same reason (with a small joined table the planner
+    # otherwise scans that table and runs the match once per row: 10x slower at 10k memories)
+    only = f" AND +f.rowid IN ({','.join('?' * len(among))})" if among else ""
+    sql = (
+        f"SELECT f.rowid, -bm25({table}, {weights}) AS s FROM {table} f "
+        f"CROSS JOIN {filter_rows} m ON m.rowid = f.rowid WHERE {table} MATCH ?{where}{only} "
+        f"ORDER BY s DESC LIMIT {len(among) if among else limit}"
+    )
+    try:
+        return [(r[0], r[1]) for r in conn.execute(sql, [expression, *params, *among])]
+    except sqlite3.OperationalError:
+        return []  # an expression FTS5 still rejects (should not happen: every term is quoted)
+
+
+def like_rowids(
+    conn: sqlite3.Connection, rows: str, pattern: str, where: str, params: Sequence[object], limit: int
+) -> list[int]:
+    """Rows of `rows` whose title, body or entities hold the LIKE `pattern` (escaped with a backslash)."""
+    sql = (
+        f"SELECT m.rowid FROM {rows} m WHERE (m.title LIKE ? ESCAPE '\\' OR m.body LIKE ? ESCAPE '\\' "
+        f"OR m.entities LIKE ? ESCAPE '\\'){where} LIMIT {limit}"
+    )
+    return [r[0] for r in conn.execute(sql, [pattern, pattern, pattern, *params])]
