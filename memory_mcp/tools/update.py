@@ -157,16 +157,25 @@ def _edit(
     )
 
 
+def _named_memory(
+    s: StoreSession, mem: ix.IndexedMemory, field: str, value: str | None, needs: str, itself: str
+) -> ix.IndexedMemory:
+    """The other memory an op names in `field` (supersede's `by`, link's `other_id`): given, found, not `mem`."""
+    if not value:
+        raise InputError(f"{field}: {needs}")
+    other = ix.get_memory(s.conn, mem_id=value)
+    if other is None:
+        raise NotFoundError(f"{field}: no memory with id '{value}'")
+    if other.id == mem.id:
+        raise InputError(f"{field}: {itself}")
+    return other
+
+
 def _supersede(
     svc: ServiceState, s: StoreSession, old: ix.IndexedMemory, by: str | None, now: str
 ) -> tuple[list[tuple[str, str]], str]:
-    if not by:
-        raise InputError("by: op=supersede needs `by`, the id of the memory that replaces this one")
-    new = ix.get_memory(s.conn, mem_id=by)
-    if new is None:
-        raise NotFoundError(f"by: no memory with id '{by}'")
-    if new.id == old.id:
-        raise InputError("by: a memory cannot supersede itself")
+    new = _named_memory(s, old, "by", by, "op=supersede needs `by`, the id of the memory that replaces this one",
+                        "a memory cannot supersede itself")  # fmt: skip
     for m in (old, new):
         check_editable(State(m.state))
     if old.id in {c.id for c in chain(s, new, "superseded_by")}:
@@ -211,13 +220,8 @@ def transition(s: StoreSession, mem: ix.IndexedMemory, target: State, reason: st
 def _link(
     svc: ServiceState, s: StoreSession, mem: ix.IndexedMemory, other_id: str | None, now: str
 ) -> tuple[list[tuple[str, str]], str]:
-    if not other_id:
-        raise InputError("other_id: op=link needs `other_id`, the id of the related memory")
-    other = ix.get_memory(s.conn, mem_id=other_id)
-    if other is None:
-        raise NotFoundError(f"other_id: no memory with id '{other_id}'")
-    if other.id == mem.id:
-        raise InputError("other_id: a memory cannot be linked to itself")
+    other = _named_memory(s, mem, "other_id", other_id, "op=link needs `other_id`, the id of the related memory",
+                          "a memory cannot be linked to itself")  # fmt: skip
     changed = []
     for a, b in ((mem, other), (other, mem)):
         if b.id in a.related:
