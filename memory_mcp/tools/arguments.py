@@ -17,6 +17,13 @@ def check_date(value: str | None, name: str) -> str | None:
         raise InputError(f"{name}: '{value}' is not a date (YYYY-MM-DD)") from None
 
 
+def word_arg(value: str, allowed: tuple[str, ...], name: str) -> str:
+    """One of the vocabulary's words (an op, a mode, a resolution), or an error listing them."""
+    if value not in allowed:
+        raise InputError(f"{name}: '{value}' is not one of {', '.join(allowed)}")
+    return value
+
+
 def enum_arg(cls: type, value: str | None, name: str) -> Any:
     if value is None:
         return None

@@ -8,6 +8,7 @@ from ..domain.lifecycle import check_purge
 from ..domain.models import ForgetAnswer
 from ..domain.vocabulary import FORGET_MODES, State
 from ..store.scopes import locate, merged_report
+from .arguments import word_arg
 from .state import ServiceState
 from .update import transition
 
@@ -21,8 +22,7 @@ def forget(
     store: str | None = None,
     scope: str | None = None,
 ) -> ForgetAnswer:
-    if mode not in FORGET_MODES:
-        raise InputError(f"mode: '{mode}' is not one of {', '.join(FORGET_MODES)}")
+    word_arg(mode, FORGET_MODES, "mode")
     with svc.scopes.open(scope, store) as opened:
         o, mem = locate(opened, id)
         s = o.session

@@ -15,7 +15,7 @@ from ..search import semantic as sem
 from ..search.planner import DOCUMENTS, MEMORIES, Candidate, Filters, Plan, plan_and_fetch
 from ..store.scopes import merged_report
 from ..store.session import StoreSession
-from .arguments import enum_arg
+from .arguments import enum_arg, word_arg
 from .context import (
     current_handoff,
 )
@@ -48,8 +48,7 @@ def recall(
         if type != MemoryType.HANDOFF.value:
             raise InputError("query: required, unless type=handoff (which returns the current handoff)")
         return _current_handoffs(svc, store, scope)
-    if mode not in RECALL_MODES:
-        raise InputError(f"mode: '{mode}' is not one of {', '.join(RECALL_MODES)}")
+    word_arg(mode, RECALL_MODES, "mode")
     limit = svc.limits.recall_default if limit is None else limit
     if not 1 <= limit <= svc.limits.recall_max:
         raise InputError(f"limit: {limit} is outside 1..{svc.limits.recall_max}")

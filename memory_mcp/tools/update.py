@@ -15,7 +15,7 @@ from ..index import db as ix
 from ..index import reads
 from ..store.scopes import locate, merged_report
 from ..store.session import StoreSession
-from .arguments import check_date, enum_arg
+from .arguments import check_date, enum_arg, word_arg
 from .links import chain, link_entry, link_supersede
 from .state import ServiceState
 
@@ -74,8 +74,7 @@ def update(
     scope: str | None = None,
 ) -> UpdateAnswer:
     """Change a memory in whichever scope holds it (ids it refers to must be in the same scope)."""
-    if op not in UPDATE_OPS:
-        raise InputError(f"op: '{op}' is not one of {', '.join(UPDATE_OPS)}")
+    word_arg(op, UPDATE_OPS, "op")
     request = UpdateRequest(
         title=title, body=body, type=type, trust=trust, entities=entities, source=source,
         review_after=review_after, state=state, reason=reason, by=by, other_id=other_id,
@@ -252,8 +251,7 @@ def _resolve(
         )
     if resolution is None:
         raise InputError("resolution: op=resolve_conflict needs `resolution`: keep_both, or supersede with `winner`")
-    if resolution not in RESOLUTIONS:
-        raise InputError(f"resolution: '{resolution}' is not one of {', '.join(RESOLUTIONS)}")
+    word_arg(resolution, RESOLUTIONS, "resolution")
     row = reads.conflict_pair(s.conn, pair)
     if row is None or mem.id not in (row[0], row[1]):
         raise NotFoundError(f"pair_hash: no conflict '{pair}' involving '{mem.id}'")
