@@ -83,12 +83,13 @@ def memory_result(
     )
 
 
-class _Ranked(Sequence[RecallResult]):
+class Ranked(Sequence[RecallResult]):
     """Ranked results built only when looked at: a recall ranks ~100 candidates and returns 5-20."""
 
-    def __init__(svc, builders: list[Callable[[], RecallResult]]) -> None:
+    def __init__(svc, builders: list[Callable[[], RecallResult]], scores: list[float]) -> None:
         svc._builders = builders
         svc._built: list[RecallResult | None] = [None] * len(builders)
+        svc.scores = scores  # each result's keyword score, readable without building the result
 
     def __len__(svc) -> int:
         return len(svc._builders)
@@ -115,9 +116,7 @@ def result_key(scope: str, result_id: str) -> str:
     return f"{scope}\x00{result_id}"
 
 
-def rank(
-    svc: ServiceState, pools: list[Pool], limit: int, lines: DeferredLines | None = None
-) -> Sequence[RecallResult]:
+def rank(svc: ServiceState, pools: list[Pool], limit: int, lines: DeferredLines | None = None) -> Ranked:
     """Score candidates from every pool on one scale: each pool's legs are divided by that pool's best value.
 
     Raw bm25 is not comparable between FTS tables: each store has its own term statistics, and a term in
@@ -187,4 +186,5 @@ def rank(
             build = partial(memory_result, pool.scope, m, total, comp, None if lines is not None else locate)
             scored.append((total, m.id, build))
     scored.sort(key=lambda x: (-x[0], x[1]))
-    return _Ranked([build for _, _, build in scored[:limit]])
+    head = scored[:limit]
+    return Ranked([build for _, _, build in head], [total for total, _, _ in head])

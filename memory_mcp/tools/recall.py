@@ -171,9 +171,11 @@ def _hybrid(
     cos.sort(key=lambda x: (-x[0], x[4]))
     cos = cos[: cfg.depth]
     cos_of = {result_key(p.scope, i): c for _, c, p, _, i in cos}
-    fused = sem.rrf([kw_keys, [result_key(p.scope, i) for _, _, p, _, i in cos]], cfg.rrf_k)
-    kw_pos = {k: n for n, k in enumerate(kw_keys)}
-    order = sorted(fused, key=lambda k: (-fused[k], kw_pos.get(k, len(kw_pos)), k))[:want]
+    fused = sem.fuse(
+        list(zip(kw_keys, ranked.scores, strict=False)), [(result_key(p.scope, i), w) for w, _, p, _, i in cos], cfg
+    )
+    order = [k for k, _ in fused[:want]]
+    fused_of = dict(fused[:want])
     # results for memories only the cosine leg found, built only for those that can be shown
     by_key = {result_key(r.scope, r.id): r for r in ranked}
     missing = {k for k in order if k not in by_key}
@@ -189,7 +191,7 @@ def _hybrid(
     out = []
     for k in order:
         r = by_key[k]
-        r.fused = round(fused[k], 6)
+        r.fused = round(fused_of[k], 6)
         r.cosine = round(cos_of[k], 4) if k in cos_of else None
         out.append(r)
     return out, pending
