@@ -66,7 +66,8 @@ def run_of(rows: list[dict], cfg: sem.SemanticConfig | None) -> dict[str, list[s
             out[r["qid"]] = [k for k, _ in kw[:DEPTH]]
             continue
         cos = [(k, s) for k, s in r["cos"]]
-        out[r["qid"]] = [k for k, _ in sem.fuse(kw, cos, cfg)[:DEPTH]]
+        # a smaller semantic.depth than the dump's: both rankings cut, as the product would
+        out[r["qid"]] = [k for k, _ in sem.fuse(kw[: cfg.depth], cos[: cfg.depth], cfg)[:DEPTH]]
     return out
 
 
@@ -115,6 +116,9 @@ def candidates_for(base: sem.SemanticConfig) -> dict[str, sem.SemanticConfig]:
         out[f"rrf k={k}"] = replace(base, fusion="rrf", rrf_k=k)
     for share in (0.3, 0.4, 0.5, 0.6, 0.65, 0.7, 0.75, 0.8, 0.85, 0.9):
         out[f"score share={share}"] = replace(base, fusion="score", keyword_share=share)
+    for depth in (20, 50):
+        for share in (0.7, 0.75, 0.8):
+            out[f"score share={share} depth={depth}"] = replace(base, keyword_share=share, depth=depth)
     return out
 
 

@@ -158,7 +158,7 @@ def _hybrid(
             svc.semantic.fill(conn, cfg.embed_per_recall)
         pending += vector_table.pending_count(conn, name)
     ranked = rank(svc, pools, sem.UNLIMITED, lines)  # keyword candidates (memories and documents)
-    kw_keys = [result_key(r.scope, r.id) for r in ranked[: cfg.depth]]
+    kw_keys = ranked.keys[: cfg.depth]
     states = svc.ranking.state
     cos: list[tuple[float, float, Pool, int, str]] = []  # (order value, cosine, pool, rowid, memory id)
     for pool in mem_pools:
@@ -176,8 +176,10 @@ def _hybrid(
     )
     order = [k for k, _ in fused[:want]]
     fused_of = dict(fused[:want])
-    # results for memories only the cosine leg found, built only for those that can be shown
-    by_key = {result_key(r.scope, r.id): r for r in ranked}
+    # only the results that can be shown are built: keyword ones from the keyword ranking (where a memory
+    # below its fusion depth keeps its keyword score), the rest for memories only the cosine leg found
+    kw_at = {k: n for n, k in enumerate(ranked.keys)}
+    by_key = {k: ranked[kw_at[k]] for k in order if k in kw_at}
     missing = {k for k in order if k not in by_key}
     if missing:
         extra = []
