@@ -39,7 +39,7 @@ def recall(
 ) -> RecallAnswer:
     """Search every scope (or the one named) and the indexed documents; rank all in one list.
 
-    mode: bm25 (keywords), hybrid (keywords fused with cosine by RRF), auto (hybrid when a provider is
+    mode: bm25 (keywords), hybrid (keywords fused with cosine, `semantic.fuse`), auto (hybrid when a provider is
     available and `semantic.auto_hybrid` says it helps, else bm25). A provider failure is never an error:
     the answer falls back to bm25 and says why in `semantic_note`.
     """
@@ -142,7 +142,7 @@ def _current_handoffs(svc: ServiceState, store: str | None, scope: str | None) -
 def _hybrid(
     svc: ServiceState, pools: list[Pool], query: str, want: int, lines: DeferredLines
 ) -> tuple[list[RecallResult], int]:
-    """Keyword ranking and cosine ranking, fused by RRF (the best `want`); raises SemanticUnavailable.
+    """Keyword ranking and cosine ranking, fused by `semantic.fuse` (the best `want`); raises SemanticUnavailable.
 
     The query is embedded first and missing vectors are filled (at most `embed_per_recall` per store),
     so a provider failure is known before anything is changed. A memory only the cosine leg found is
