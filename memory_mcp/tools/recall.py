@@ -39,7 +39,7 @@ def recall(
 ) -> RecallAnswer:
     """Search every scope (or the one named) and the indexed documents; rank all in one list.
 
-    mode: bm25 (keywords), hybrid (keywords fused with cosine by RRF), auto (hybrid when a provider is
+    mode: bm25 (keywords), hybrid (keywords fused with cosine, `semantic.fuse`), auto (hybrid when a provider is
     available and `semantic.auto_hybrid` says it helps, else bm25). A provider failure is never an error:
     the answer falls back to bm25 and says why in `semantic_note`.
     """
@@ -142,7 +142,7 @@ def _current_handoffs(svc: ServiceState, store: str | None, scope: str | None) -
 def _hybrid(
     svc: ServiceState, pools: list[Pool], query: str, want: int, lines: DeferredLines
 ) -> tuple[list[RecallResult], int]:
-    """Keyword ranking and cosine ranking, fused by RRF (the best `want`); raises SemanticUnavailable.
+    """Keyword ranking and cosine ranking, fused by `semantic.fuse` (the best `want`); raises SemanticUnavailable.
 
     The query is embedded first and missing vectors are filled (at most `embed_per_recall` per store),
     so a provider failure is known before anything is changed. A memory only the cosine leg found is
@@ -158,7 +158,7 @@ def _hybrid(
             svc.semantic.fill(conn, cfg.embed_per_recall)
         pending += vector_table.pending_count(conn, name)
     ranked = rank(svc, pools, sem.UNLIMITED, lines)  # keyword candidates (memories and documents)
-    kw_keys = [result_key(r.scope, r.id) for r in ranked[: cfg.depth]]
+    kw_keys = ranked.keys[: cfg.depth]
     states = svc.ranking.state
     cos: list[tuple[float, float, Pool, int, str]] = []  # (order value, cosine, pool, rowid, memory id)
     for pool in mem_pools:
@@ -171,11 +171,15 @@ def _hybrid(
     cos.sort(key=lambda x: (-x[0], x[4]))
     cos = cos[: cfg.depth]
     cos_of = {result_key(p.scope, i): c for _, c, p, _, i in cos}
-    fused = sem.rrf([kw_keys, [result_key(p.scope, i) for _, _, p, _, i in cos]], cfg.rrf_k)
-    kw_pos = {k: n for n, k in enumerate(kw_keys)}
-    order = sorted(fused, key=lambda k: (-fused[k], kw_pos.get(k, len(kw_pos)), k))[:want]
-    # results for memories only the cosine leg found, built only for those that can be shown
-    by_key = {result_key(r.scope, r.id): r for r in ranked}
+    fused = sem.fuse(
+        list(zip(kw_keys, ranked.scores, strict=False)), [(result_key(p.scope, i), w) for w, _, p, _, i in cos], cfg
+    )
+    order = [k for k, _ in fused[:want]]
+    fused_of = dict(fused[:want])
+    # only the results that can be shown are built: keyword ones from the keyword ranking (where a memory
+    # below its fusion depth keeps its keyword score), the rest for memories only the cosine leg found
+    kw_at = {k: n for n, k in enumerate(ranked.keys)}
+    by_key = {k: ranked[kw_at[k]] for k in order if k in kw_at}
     missing = {k for k in order if k not in by_key}
     if missing:
         extra = []
@@ -189,7 +193,7 @@ def _hybrid(
     out = []
     for k in order:
         r = by_key[k]
-        r.fused = round(fused[k], 6)
+        r.fused = round(fused_of[k], 6)
         r.cosine = round(cos_of[k], 4) if k in cos_of else None
         out.append(r)
     return out, pending

@@ -76,6 +76,8 @@ class ServiceState:
             ),
             semantic=sem.SemanticConfig(
                 auto_hybrid=settings.get("semantic.auto_hybrid"),
+                fusion=settings.get("semantic.fusion"),
+                keyword_share=settings.get("semantic.keyword_share"),
                 rrf_k=settings.get("semantic.rrf_k"),
                 depth=settings.get("semantic.depth"),
                 embed_per_recall=settings.get("semantic.embed_per_recall"),
