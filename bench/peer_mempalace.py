@@ -7,6 +7,8 @@ dependency of the project):
     /tmp/mpvenv/bin/python bench/peer_mempalace.py prepare-model --model-dir /tmp/mp-minilm
     /tmp/mpvenv/bin/python bench/peer_mempalace.py search --corpus C.jsonl --queries Q.jsonl \\
         --out RUN.jsonl --work W --model-dir /tmp/mp-minilm [--depth 20] [--verify-mcp 10]
+    /tmp/mpvenv/bin/python bench/peer_mempalace.py rerun --corpus C.jsonl --queries Q.jsonl \
+        --out RUN2.jsonl --work W --model-dir /tmp/mp-minilm [--via-mcp]
 
 The embedder, and where it comes from. mempalace's default embedding model (`minilm`) is chromadb's
 `ONNXMiniLM_L6_V2`: all-MiniLM-L6-v2 as an ONNX graph that chromadb downloads on first use into
@@ -239,6 +241,40 @@ def run_search(args) -> dict:
     return figures
 
 
+def run_rerun(args) -> dict:
+    """The questions again on the palace `search` left in `--work`, in this new process: in-process
+    `tool_search`, or with `--via-mcp` every question through the real stdio MCP server."""
+    env = isolate(args.work, args.model_dir)
+    from mempalace import mcp_server as tools
+    from mempalace.config import sanitize_content
+    from mempalace.ids import make_drawer_id_from_content
+
+    os.dup2(tools._REAL_STDOUT_FD, 1)
+    sys.stdout = tools._REAL_STDOUT
+    drawers: dict[tuple[str, str], list[str]] = {}
+    for doc in read_jsonl(args.corpus):
+        wing = wing_name(doc["store"])
+        drawer = make_drawer_id_from_content(wing, room_name(doc), sanitize_content(drawer_content(doc)))
+        drawers.setdefault((wing, drawer), []).append(doc["id"])
+    client = StdioMcpClient([sys.executable, "-m", "mempalace.mcp_server"], env) if args.via_mcp else None
+
+    def search(q: dict) -> list[str]:
+        wing = wing_name(q["store"])
+        if client is None:
+            answer = tools.tool_search(q["query"], limit=args.depth, wing=wing)
+        else:
+            answer = client.call_tool("mempalace_search", {"query": q["query"], "limit": args.depth, "wing": wing})
+        return [hit["drawer_id"] for hit in answer.get("results", [])]
+
+    try:
+        run = run_queries(read_jsonl(args.queries), search, lambda store, key: drawers.get((wing_name(store), key), []))
+    finally:
+        if client is not None:
+            client.close()
+    write_jsonl(args.out, run.rows)
+    return {"via": "mcp stdio" if args.via_mcp else "in-process tool_search", **run.figures()}
+
+
 def verify_mcp(env: dict[str, str], sample: list[dict], search, depth: int) -> str:
     """The same questions through mempalace's real stdio MCP server: identical drawer ids, same order?"""
     client = StdioMcpClient([sys.executable, "-m", "mempalace.mcp_server"], env)
@@ -268,6 +304,14 @@ def main(argv: list[str] | None = None) -> int:
     s.add_argument("--model-dir", type=Path, required=True, help="the folder prepare-model wrote")
     s.add_argument("--depth", type=int, default=20)
     s.add_argument("--verify-mcp", type=int, default=0, help="ask the real MCP server this many sample queries")
+    r = sub.add_parser("rerun", help="the queries again on the palace `search` left in --work (no indexing)")
+    r.add_argument("--corpus", type=Path, required=True, help="the corpus `search` filed (to map drawer ids)")
+    r.add_argument("--queries", type=Path, required=True)
+    r.add_argument("--out", type=Path, required=True)
+    r.add_argument("--work", type=Path, required=True)
+    r.add_argument("--model-dir", type=Path, required=True)
+    r.add_argument("--depth", type=int, default=20)
+    r.add_argument("--via-mcp", action="store_true", help="every question through the real MCP server")
     args = p.parse_args(argv)
     args.model_dir = args.model_dir.resolve()
     if args.command == "prepare-model":
@@ -279,7 +323,7 @@ def main(argv: list[str] | None = None) -> int:
         if not (args.model_dir / "onnx" / "model.onnx").is_file():
             raise SystemExit(f"--model-dir: no onnx/model.onnx in {args.model_dir} (run prepare-model first)")
         args.work = args.work.resolve()
-        figures = run_search(args)
+        figures = run_search(args) if args.command == "search" else run_rerun(args)
     print(json.dumps(figures, ensure_ascii=False), flush=True)
     return 0
 
