@@ -23,7 +23,7 @@ def test_spread_sample_is_even_ordered_and_complete_when_not_smaller() -> None:
     sample = peer_common.spread_sample(rows, 1000)
     assert len(sample) == len(set(sample)) == 1000
     assert sample == sorted(sample) and sample[0] == 0
-    gaps = {b - a for a, b in zip(sample, sample[1:])}
+    gaps = {b - a for a, b in zip(sample, sample[1:], strict=False)}
     assert gaps <= {5, 6}  # 5774 / 1000: every gap is the floor or the ceiling
     assert peer_common.spread_sample(rows[:10], 10) == rows[:10]
     assert peer_common.spread_sample(rows[:10], None) == rows[:10]
