@@ -50,6 +50,8 @@ import time
 from dataclasses import dataclass
 from pathlib import Path
 
+from peer_common import read_jsonl, spread_sample, write_jsonl
+
 REPO = Path(__file__).resolve().parents[1]
 DEFAULT_BENCH = REPO.parent / "shared" / "bench"
 DEPTH = 20  # memory_recall's maximum limit; the scorer's MRR is computed within this depth for memory-mcp
@@ -87,17 +89,6 @@ class SystemRun:
 
 def log(msg: str) -> None:
     print(msg, flush=True)
-
-
-def read_jsonl(path: Path) -> list[dict]:
-    with path.open(encoding="utf-8") as fh:
-        return [json.loads(line) for line in fh if line.strip()]
-
-
-def write_jsonl(path: Path, rows: list[dict]) -> None:
-    with path.open("w", encoding="utf-8") as fh:
-        for r in rows:
-            fh.write(json.dumps(r, ensure_ascii=False) + "\n")
 
 
 def convert(bench: Path, dataset: str, out: Path) -> tuple[Path, Path]:
@@ -302,8 +293,6 @@ def run_peer(
 
 def sample_queries(queries: Path, limit: int | None, out: Path) -> Path:
     """An evenly spread sample of the questions (every system and the scorer then use the same one)."""
-    from peer_common import spread_sample
-
     rows = read_jsonl(queries)
     if limit is None or limit >= len(rows):
         return queries
