@@ -17,7 +17,16 @@ from pathlib import Path
 from ..canon.files import norm_hash, now_iso
 from ..domain.models import Memory
 
-SCHEMA_VERSION = 4
+SCHEMA_VERSION = 5
+
+# A full reconcile pass that found nothing to do records a digest of its scan (meta `scan_digest`); the
+# next pass whose scan has the same digest can skip loading and comparing the ledger. Any write to the
+# ledger, by this version or any other code, deletes the digest inside the same transaction.
+SCAN_DIGEST_TRIGGERS = tuple(
+    f"CREATE TRIGGER files_{op.lower()}_forgets_scan AFTER {op} ON files "
+    "BEGIN DELETE FROM meta WHERE key = 'scan_digest'; END"
+    for op in ("INSERT", "UPDATE", "DELETE")
+)
 
 SCHEMA = """
 CREATE TABLE meta (key TEXT PRIMARY KEY, value TEXT NOT NULL);
@@ -119,7 +128,7 @@ CREATE VIRTUAL TABLE fts_doc_word USING fts5 (
     tokenize = "unicode61 remove_diacritics 2", prefix = '1 2 3'
 );
 CREATE VIRTUAL TABLE fts_doc_tri USING fts5 (title, entities, body, tokenize = 'trigram');
-"""
+""" + "".join(f"{t};\n" for t in SCAN_DIGEST_TRIGGERS)
 
 
 class IndexUnavailable(Exception):
@@ -168,12 +177,14 @@ def connect(path: Path | str) -> sqlite3.Connection:
 
 # Upgrades that derive what is new from what the index already holds, so recall counts (index-only) and
 # stored vectors survive the upgrade; an index too old for these is rebuilt from canon instead.
-MIGRATIONS = {
-    3: """
-CREATE TABLE memory_flags (rowid INTEGER PRIMARY KEY, type TEXT NOT NULL, state TEXT NOT NULL, trust TEXT NOT NULL);
-INSERT INTO memory_flags (rowid, type, state, trust) SELECT rowid, type, state, trust FROM memories;
-CREATE INDEX files_with_errors ON files (path) WHERE error IS NOT NULL;
-""",
+MIGRATIONS: dict[int, tuple[str, ...]] = {
+    3: (
+        "CREATE TABLE memory_flags (rowid INTEGER PRIMARY KEY, type TEXT NOT NULL, state TEXT NOT NULL, "
+        "trust TEXT NOT NULL)",
+        "INSERT INTO memory_flags (rowid, type, state, trust) SELECT rowid, type, state, trust FROM memories",
+        "CREATE INDEX files_with_errors ON files (path) WHERE error IS NOT NULL",
+    ),
+    4: SCAN_DIGEST_TRIGGERS,
 }
 
 
@@ -186,7 +197,7 @@ def migrate(conn: sqlite3.Connection) -> None:
         return  # schema_problem says why
     while version in MIGRATIONS:
         with atomic(conn):
-            for statement in filter(str.strip, MIGRATIONS[version].split(";")):
+            for statement in MIGRATIONS[version]:
                 conn.execute(statement)
             version += 1
             conn.execute("UPDATE meta SET value = ? WHERE key = 'schema_version'", (str(version),))
@@ -203,6 +214,9 @@ def schema_problem(conn: sqlite3.Connection) -> str | None:
         conn.execute("SELECT count(*) FROM memories").fetchone()
         conn.execute("SELECT count(*) FROM fts_word WHERE fts_word MATCH 'x'").fetchone()
         conn.execute("SELECT count(*) FROM fts_tri WHERE fts_tri MATCH 'xyz'").fetchone()
+        triggers = {r[0] for r in conn.execute("SELECT name FROM sqlite_master WHERE type = 'trigger'")}
+        if missing := {f"files_{op}_forgets_scan" for op in ("insert", "update", "delete")} - triggers:
+            return f"index lacks the ledger triggers {sorted(missing)}"
         quick = conn.execute("PRAGMA quick_check").fetchone()[0]
         if quick != "ok":
             return f"index failed quick_check: {quick}"

@@ -81,6 +81,16 @@ def has_racy_stamp(conn: sqlite3.Connection) -> bool:
     return conn.execute("SELECT 1 FROM files WHERE mtime_ns <= 0 AND error IS NULL LIMIT 1").fetchone() is not None
 
 
+def scan_digest(conn: sqlite3.Connection) -> str:
+    """The digest a no-change full pass recorded, or "" (any write to the ledger since deletes it: a trigger)."""
+    row = conn.execute("SELECT value FROM meta WHERE key = 'scan_digest'").fetchone()
+    return row[0] if row else ""
+
+
+def record_scan_digest(conn: sqlite3.Connection, digest: str) -> None:
+    conn.execute("INSERT OR REPLACE INTO meta (key, value) VALUES ('scan_digest', ?)", (digest,))
+
+
 def file_count(conn: sqlite3.Connection) -> int:
     return conn.execute("SELECT count(*) FROM files").fetchone()[0]
 

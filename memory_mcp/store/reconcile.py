@@ -7,6 +7,8 @@ no reads) and must never fail because one file is bad or changes underneath it.
 from __future__ import annotations
 
 import errno
+import hashlib
+import marshal
 import os
 import sqlite3
 import stat
@@ -73,9 +75,18 @@ class StatGate:
             # one Path computation per folder, not per file: this loop runs on every tool call
             prefix = self.store.relative(folder) + "/"
             for entry in entries:
-                if entry.name.startswith("."):
+                name = entry.name
+                if name.startswith("."):
                     continue
-                rel = prefix + entry.name
+                try:
+                    # the common case first: a plain Markdown file (d_type says so, no extra system call)
+                    if name.endswith(".md") and entry.is_file(follow_symlinks=False):
+                        st = entry.stat()
+                        out[prefix + name] = DiskEntry(st.st_mtime_ns, st.st_size, None, st.st_ino)
+                        continue
+                except OSError:
+                    continue
+                rel = prefix + name
                 if entry.is_symlink():
                     self.saw_symlink = True
                     problem = self._symlink_problem(Path(entry.path))
@@ -111,6 +122,15 @@ class StatGate:
         return None
 
     @staticmethod
+    def digest(disk: dict[str, DiskEntry]) -> str:
+        """One value for everything a full pass compares: each path in scan order with its stamp and problem.
+
+        marshal (C speed, ~2 ms at 10k files) encodes the same data as the same bytes; different bytes
+        for the same data (another order, another Python) only cost a full comparison, never a skip."""
+        data = marshal.dumps(list(disk), 2) + marshal.dumps(list(map(tuple, disk.values())), 2)
+        return hashlib.sha256(data).hexdigest()
+
+    @staticmethod
     def unchanged(row: ledger.FileRow | None, entry: DiskEntry) -> bool:
         if row is None or row.mtime_ns != entry.mtime_ns or row.size != entry.size:
             return False
@@ -132,10 +152,19 @@ def reconcile(
     started = time.perf_counter()
     gate = gate or StatGate(store)
     disk = gate.scan()
+    step = progress or (lambda done, total: None)
+    # The last full pass found exactly this scan in line with the ledger, and nothing wrote the ledger since
+    # (a trigger deletes the digest on any write): the comparison would find nothing, so it is skipped.
+    digest = StatGate.digest(disk) if not suspects else ""
+    if digest and digest == ledger.scan_digest(conn):
+        step(len(disk), len(disk))
+        report = ReconcileReport(scanned=len(disk), unparseable=ledger.unparseable_count(conn))
+        report.seconds = round(time.perf_counter() - started, 6)
+        return report
     known = ledger.file_rows(conn)
     report = ReconcileReport(scanned=len(disk))
-    step = progress or (lambda done, total: None)
     with ix.atomic(conn):
+        writes_before = conn.total_changes
         for rel in sorted(known.keys() - disk.keys()):
             ledger.drop_file(conn, rel)
             report.removed += 1
@@ -174,6 +203,9 @@ def reconcile(
         step(len(disk), len(disk))
         if report.reindexed >= max(BULK_REINDEX, len(disk) // 10):
             ix.optimize_search(conn)
+        if digest and conn.total_changes == writes_before:
+            # this pass changed nothing: the same scan next time would not either
+            ledger.record_scan_digest(conn, digest)
     report.unparseable = ledger.unparseable_count(conn)
     report.seconds = round(time.perf_counter() - started, 6)
     return report
