@@ -9,7 +9,7 @@ import sqlite3
 from pathlib import Path
 from typing import Any
 
-from .helpers import db_path, hand_memory, settle, write_file
+from .helpers import db_path, hand_memory, settle, tamper, write_file
 from .test_cli import run
 
 
@@ -36,6 +36,8 @@ def _quiet(store: Path) -> None:
     """Two unchanged calls: the first finds nothing to do and records the digest, the second uses it."""
     settle()
     first = _recall(store, "ferry")
+    if _digest(store) is None:  # that call re-stamped a file the server had read within its write's mtime tick
+        first = _recall(store, "ferry")
     assert _digest(store) is not None
     second = _recall(store, "ferry")
     rec = second["index"]["reconcile"]
@@ -87,15 +89,13 @@ def test_one_shot_calls_see_every_change_after_an_unchanged_call(store: Path) ->
     assert _found(_recall(store, "harbour")) == {}
 
 
-def test_a_version_4_index_gains_the_ledger_triggers_in_place(store: Path) -> None:
+def test_a_version_4_index_is_upgraded_in_place_and_its_ledger_compared_again(store: Path) -> None:
     out = run(store, "remember", "Heat keeper", "The espresso machine needs descaling monthly.")
     assert out.returncode == 0, out.stderr
     for _ in range(2):
         _recall(store, "espresso")
     conn = sqlite3.connect(db_path(store))
-    with conn:  # what a version-4 index looked like: no triggers, no digest
-        for op in ("insert", "update", "delete"):
-            conn.execute(f"DROP TRIGGER files_{op}_forgets_scan")
+    with conn:  # what a version-4 index looked like: no scan digest
         conn.execute("DELETE FROM meta WHERE key = 'scan_digest'")
         conn.execute("UPDATE meta SET value = '4' WHERE key = 'schema_version'")
     conn.close()
@@ -105,11 +105,15 @@ def test_a_version_4_index_gains_the_ledger_triggers_in_place(store: Path) -> No
     conn = sqlite3.connect(db_path(store))
     try:
         assert conn.execute("SELECT value FROM meta WHERE key = 'schema_version'").fetchone()[0] == "5"
-        triggers = {r[0] for r in conn.execute("SELECT name FROM sqlite_master WHERE type = 'trigger'")}
-        assert {f"files_{op}_forgets_scan" for op in ("insert", "update", "delete")} <= triggers
     finally:
         conn.close()
-    write_file(store / "memories" / "hand.md", hand_memory("hand-1", "Grinder", "The espresso grinder is new."))
-    _recall(store, "espresso")
-    _recall(store, "espresso")
-    assert "hand-1" in _found(_recall(store, "grinder"))
+    assert _digest(store) is not None  # that call compared the ledger, found nothing to do, and says so
+
+
+def test_a_ledger_row_dropped_behind_the_servers_back_is_restored(store: Path) -> None:
+    out = run(store, "remember", "Boiler service", "The boiler was serviced by Rossi.")
+    assert out.returncode == 0, out.stderr
+    _quiet(store)
+    tamper(store, "DELETE FROM files")  # code that does not know the digest (a tool, a bug) empties the ledger
+    again = _recall(store, "boiler")
+    assert again["index"]["reconcile"]["hashed"] == 1 and len(again["results"]) == 1

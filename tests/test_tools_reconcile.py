@@ -296,13 +296,11 @@ async def test_an_index_from_the_previous_version_is_upgraded_in_place_keeping_r
             await t.recall("espresso descaling")
         heat_before = (await t.recall("espresso"))["results"][0]["components"]["heat"]
     assert heat_before > 0
-    # what a version-3 index looked like: no narrow filter table, no partial index on errors, no ledger triggers
+    # what a version-3 index looked like: no narrow filter table, no partial index on errors
     conn = sqlite3.connect(db_path(store))
     with conn:
         conn.execute("DROP TABLE memory_flags")
         conn.execute("DROP INDEX files_with_errors")
-        for op in ("insert", "update", "delete"):
-            conn.execute(f"DROP TRIGGER files_{op}_forgets_scan")
         conn.execute("UPDATE meta SET value = '3' WHERE key = 'schema_version'")
     conn.close()
     async with stdio_tools(store) as t:

@@ -154,9 +154,9 @@ def reconcile(
     disk = gate.scan()
     step = progress or (lambda done, total: None)
     # The last full pass found exactly this scan in line with the ledger, and nothing wrote the ledger since
-    # (a trigger deletes the digest on any write): the comparison would find nothing, so it is skipped.
+    # (every ledger write forgets the digest): the comparison would find nothing, so it is skipped.
     digest = StatGate.digest(disk) if not suspects else ""
-    if digest and digest == ledger.scan_digest(conn):
+    if digest and ledger.scan_digest_holds(conn, digest):
         step(len(disk), len(disk))
         report = ReconcileReport(scanned=len(disk), unparseable=ledger.unparseable_count(conn))
         report.seconds = round(time.perf_counter() - started, 6)
