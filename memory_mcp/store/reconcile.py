@@ -46,6 +46,10 @@ class DiskEntry(NamedTuple):
     inode: int = 0
 
 
+# DiskEntry's own constructor is a Python function; this C one builds the same tuple (~10% of a scan)
+_disk_entry = tuple.__new__
+
+
 class StatGate:
     """Lists canon files with their (mtime_ns, size); says which differ from the ledger."""
 
@@ -82,7 +86,7 @@ class StatGate:
                     # the common case first: a plain Markdown file (d_type says so, no extra system call)
                     if name.endswith(".md") and entry.is_file(follow_symlinks=False):
                         st = entry.stat()
-                        out[prefix + name] = DiskEntry(st.st_mtime_ns, st.st_size, None, st.st_ino)
+                        out[prefix + name] = _disk_entry(DiskEntry, (st.st_mtime_ns, st.st_size, None, st.st_ino))
                         continue
                 except OSError:
                     continue
