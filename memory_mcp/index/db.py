@@ -395,7 +395,7 @@ _COLUMNS = (
 )
 
 
-def _indexed(row: sqlite3.Row) -> IndexedMemory:
+def _indexed(row: sqlite3.Row | tuple) -> IndexedMemory:
     values = list(row)
     for i in (13, 14, 15, 16):
         # most of these lists are empty: "[]" skips the JSON decoder (a recall reads ~100 rows, 4 lists each)
@@ -419,10 +419,12 @@ def memory_path(conn: sqlite3.Connection, mem_id: str) -> str | None:
 
 def memories_by_rowid(conn: sqlite3.Connection, rowids: list[int]) -> dict[int, IndexedMemory]:
     out: dict[int, IndexedMemory] = {}
+    cur = conn.cursor()
+    cur.row_factory = None  # plain tuples: every recall reads ~100 candidates here
     for start in range(0, len(rowids), 500):
         chunk = rowids[start : start + 500]
         marks = ",".join("?" * len(chunk))
-        for row in conn.execute(f"SELECT {_COLUMNS} FROM memories WHERE rowid IN ({marks})", chunk):
+        for row in cur.execute(f"SELECT {_COLUMNS} FROM memories WHERE rowid IN ({marks})", chunk):
             out[row[0]] = _indexed(row)
     return out
 
