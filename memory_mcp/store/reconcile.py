@@ -48,6 +48,8 @@ class DiskEntry(NamedTuple):
 
 # DiskEntry's own constructor is a Python function; this C one builds the same tuple (~10% of a scan)
 _disk_entry = tuple.__new__
+# os.scandir takes a folder descriptor where the platform supports it (not Windows); O_NONBLOCK: never wait on a FIFO
+_SCAN_BY_FD = os.scandir in os.supports_fd and hasattr(os, "O_DIRECTORY")
 
 
 class StatGate:
@@ -72,46 +74,60 @@ class StatGate:
         while stack:
             folder = stack.pop()
             self.folders.append(folder)
+            # listing through a folder descriptor lets each stat resolve one name, not the whole path (~7%)
             try:
-                entries = list(os.scandir(folder))
+                fd = os.open(folder, os.O_RDONLY | os.O_DIRECTORY | os.O_NONBLOCK) if _SCAN_BY_FD else None
             except OSError:
                 continue
-            # one Path computation per folder, not per file: this loop runs on every tool call
-            prefix = self.store.relative(folder) + "/"
-            for entry in entries:
-                name = entry.name
-                if name.startswith("."):
-                    continue
-                try:
-                    # the common case first: a plain Markdown file (d_type says so, no extra system call)
-                    if name.endswith(".md") and entry.is_file(follow_symlinks=False):
-                        st = entry.stat()
-                        out[prefix + name] = _disk_entry(DiskEntry, (st.st_mtime_ns, st.st_size, None, st.st_ino))
-                        continue
-                except OSError:
-                    continue
-                rel = prefix + name
-                if entry.is_symlink():
-                    self.saw_symlink = True
-                    problem = self._symlink_problem(Path(entry.path))
-                    if problem:
-                        if entry.name.endswith(".md"):
-                            out[rel] = DiskEntry(0, 0, problem)
-                        continue
-                try:
-                    if entry.is_dir():
-                        real = Path(entry.path).resolve()
-                        if real not in seen_dirs:
-                            seen_dirs.add(real)
-                            stack.append(Path(entry.path))
-                        continue
-                    if not entry.name.endswith(".md") or not entry.is_file():
-                        continue
-                    st = entry.stat()
-                except OSError:
-                    continue
-                out[rel] = DiskEntry(st.st_mtime_ns, st.st_size, inode=st.st_ino)
+            try:
+                self._scan_folder(folder, fd, out, stack, seen_dirs)
+            finally:
+                if fd is not None:
+                    os.close(fd)
         return out
+
+    def _scan_folder(
+        self, folder: Path, fd: int | None, out: dict[str, DiskEntry], stack: list[Path], seen_dirs: set[Path]
+    ) -> None:
+        try:
+            entries = list(os.scandir(fd if fd is not None else folder))
+        except OSError:
+            return
+        # one Path computation per folder, not per file: this loop runs on every tool call
+        prefix = self.store.relative(folder) + "/"
+        for entry in entries:
+            name = entry.name
+            if name.startswith("."):
+                continue
+            try:
+                # the common case first: a plain Markdown file (d_type says so, no extra system call)
+                if name.endswith(".md") and entry.is_file(follow_symlinks=False):
+                    st = entry.stat()
+                    out[prefix + name] = _disk_entry(DiskEntry, (st.st_mtime_ns, st.st_size, None, st.st_ino))
+                    continue
+            except OSError:
+                continue
+            rel, path = prefix + name, folder / name
+            if entry.is_symlink():
+                self.saw_symlink = True
+                problem = self._symlink_problem(path)
+                if problem:
+                    if name.endswith(".md"):
+                        out[rel] = DiskEntry(0, 0, problem)
+                    continue
+            try:
+                if entry.is_dir():
+                    real = path.resolve()
+                    if real not in seen_dirs:
+                        seen_dirs.add(real)
+                        stack.append(path)
+                    continue
+                if not name.endswith(".md") or not entry.is_file():
+                    continue
+                st = entry.stat()
+            except OSError:
+                continue
+            out[rel] = DiskEntry(st.st_mtime_ns, st.st_size, inode=st.st_ino)
 
     def _symlink_problem(self, path: Path) -> str | None:
         try:
