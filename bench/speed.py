@@ -8,7 +8,9 @@ from the word lists below, with realistic sizes: a short title, a body of one to
 long ones, 0-3 entities), then a fresh process measures, through `MemoryService`:
 
 - cold index: the first tool call on a store without an index (parse + index every file), memories/s;
-- no-change reconcile: the reconcile-first step every tool call runs when nothing changed (p50, max);
+- no-change reconcile: the reconcile-first step every tool call runs when nothing changed (p50, max), with
+  the change watch and without it; and a one-shot call's whole index work: open the index (schema and
+  integrity checks) and run that step, watch off (interpreter start and imports not counted);
 - one-file-changed reconcile: the same after one memory file was edited by hand (p50, max);
 - recall p50/p95: `recall(query, limit=10)` with its default `touch=True` (a recall also writes heat),
   over generated queries of one to four words;
@@ -23,6 +25,13 @@ body) and measured in the same run by `bench/peer_basic_memory.py` in its own pr
 (its project index pass, semantic search off), no-change and one-file-changed passes of the same
 index pass, text search p50/p95 over the same queries (limit 10), peak RSS, database size; printed
 with the ratios basic-memory / memory-mcp.
+
+With `--baseline REV` (a git revision of this repository) the same stores are also measured with the
+code of REV, in the same run: REV is unpacked with `git archive` into the work folder and put first on
+the measuring process's import path. Each size then runs `--rounds` interleaved A/B rounds (the order
+alternates: baseline first, then candidate first), each on a fresh copy of the same generated store, and
+the table gives per figure the median over rounds for the baseline and the candidate and their ratio
+(candidate / baseline: below 1 is faster), wall and CPU.
 
 Each size runs in its own process so the peak RSS belongs to that size alone. Nothing here reads the
 retrieval benchmark data; the text is generated from the word lists in this file.
@@ -177,6 +186,17 @@ def measure(root: Path, n_queries: int) -> dict:
         pass
     scan, scan_cpu = time_unchanged_calls(scan_session, 15)
     scanning.close()
+    # a one-shot call's whole index work (interpreter start and imports aside): open the index (schema and
+    # integrity checks), then the same unchanged pass, watch off
+    oneshot, oneshot_cpu = [], []
+    for _ in range(5):
+        t0, c0 = time.perf_counter(), time.process_time()
+        fresh = MemoryService(root, change_watch=False)
+        with fresh.session().transaction():
+            pass
+        fresh.close()
+        oneshot.append((time.perf_counter() - t0) * 1000)
+        oneshot_cpu.append((time.process_time() - c0) * 1000)
     files = sorted((root / "memories").glob("*.md"))
     rng = random.Random(3)
     changed, changed_cpu = [], []
@@ -203,7 +223,10 @@ def measure(root: Path, n_queries: int) -> dict:
         hits += bool(answer.results)
     db = sum(p.stat().st_size for p in (root / ".index").glob("index.sqlite3*"))
     service.close()
+    import memory_mcp
+
     return {
+        "code": str(Path(memory_mcp.__file__).resolve().parent.parent),
         "memories": len(files),
         "indexed": indexed,
         "cold_index_s": round(cold, 3),
@@ -215,6 +238,8 @@ def measure(root: Path, n_queries: int) -> dict:
         "nochange_cpu_p50_ms": round(statistics.median(nochange_cpu), 2),
         "nochange_scan_p50_ms": round(statistics.median(scan), 2),
         "nochange_scan_cpu_p50_ms": round(statistics.median(scan_cpu), 2),
+        "oneshot_open_p50_ms": round(statistics.median(oneshot), 2),
+        "oneshot_open_cpu_p50_ms": round(statistics.median(oneshot_cpu), 2),
         "onechange_p50_ms": round(statistics.median(changed), 2),
         "onechange_max_ms": round(max(changed), 2),
         "onechange_cpu_p50_ms": round(statistics.median(changed_cpu), 2),
@@ -346,6 +371,103 @@ def run_peer(python: str, work: Path, n: int, n_queries: int, passes: int) -> di
     return json.loads(proc.stdout.strip().splitlines()[-1])
 
 
+# the figures compared with --baseline: (key, label), wall beside CPU
+AB_FIGURES = [
+    ("cold_index_s", "cold index s"),
+    ("cold_cpu_s", "(CPU)"),
+    ("nochange_p50_ms", "no-change p50 ms, watch on"),
+    ("nochange_cpu_p50_ms", "(CPU)"),
+    ("nochange_scan_p50_ms", "no-change p50 ms, watch off"),
+    ("nochange_scan_cpu_p50_ms", "(CPU)"),
+    ("oneshot_open_p50_ms", "open + no-change p50 ms, watch off"),
+    ("oneshot_open_cpu_p50_ms", "(CPU)"),
+    ("onechange_p50_ms", "1-changed p50 ms"),
+    ("onechange_cpu_p50_ms", "(CPU)"),
+    ("recall_p50_ms", "recall p50 ms"),
+    ("recall_p95_ms", "recall p95 ms"),
+    ("recall_cpu_p50_ms", "(CPU p50)"),
+    ("recall_cpu_p95_ms", "(CPU p95)"),
+    ("peak_rss_mb", "peak RSS MB"),
+    ("index_mb", "index MB"),
+]
+
+
+def unpack_revision(rev: str, into: Path) -> Path:
+    """The tree of `rev` (a revision of the repository holding this script), unpacked with git archive."""
+    repo = Path(__file__).resolve().parent.parent
+    sha = subprocess.run(
+        ["git", "-C", str(repo), "rev-parse", "--verify", f"{rev}^{{commit}}"],
+        check=True,
+        capture_output=True,
+        text=True,
+    ).stdout.strip()
+    tree = into / f"baseline-{sha[:10]}"
+    if not (tree / "memory_mcp").is_dir():
+        tree.mkdir(parents=True, exist_ok=True)
+        archive = subprocess.run(
+            ["git", "-C", str(repo), "archive", sha, "memory_mcp"], check=True, capture_output=True
+        )
+        subprocess.run(["tar", "-x", "-C", str(tree)], input=archive.stdout, check=True)
+    return tree
+
+
+def measure_with(code: Path, src: Path, run: Path, n_queries: int) -> dict:
+    """One measuring process on a fresh copy of `src`, importing memory_mcp from `code`."""
+    if run.exists():
+        shutil.rmtree(run)
+    shutil.copytree(src, run, symlinks=True)
+    env = dict(os.environ, PYTHONPATH=os.pathsep.join([str(code), os.environ.get("PYTHONPATH", "")]).rstrip(os.pathsep))
+    me = [sys.executable, os.path.abspath(__file__), "--worker", str(run), "--queries", str(n_queries)]
+    out = subprocess.run(me, check=True, capture_output=True, text=True, env=env)
+    shutil.rmtree(run)
+    row = json.loads(out.stdout.strip().splitlines()[-1])
+    if Path(row["code"]) != code.resolve():
+        raise SystemExit(f"measured {row['code']}, not {code}: the import path did not take")
+    return row
+
+
+def run_ab(sizes: list[int], work: Path, rev: str, rounds: int, n_queries: int) -> list[dict]:
+    """Baseline `rev` against this checkout on the same stores, `rounds` interleaved rounds per size."""
+    base_code = unpack_revision(rev, work)
+    mine = Path(__file__).resolve().parent.parent
+    out = []
+    for n in sizes:
+        src = work / f"store-{n}"
+        if src.exists():
+            shutil.rmtree(src)
+        subprocess.run(
+            [sys.executable, os.path.abspath(__file__), "--worker", str(src), "--generate", str(n)], check=True
+        )
+        rows: dict[str, list[dict]] = {"baseline": [], "candidate": []}
+        for r in range(rounds):
+            order = [("baseline", base_code), ("candidate", mine)]
+            for name, code in order if r % 2 == 0 else order[::-1]:
+                load = os.getloadavg()[0]
+                row = measure_with(code, src, work / f"run-{n}", n_queries)
+                row["load_before"] = round(load, 2)
+                rows[name].append(row)
+                print(json.dumps({"size": n, "round": r + 1, "variant": name, **row}), flush=True)
+        shutil.rmtree(src)
+        out.append({"memories": n, "rev": rev, **rows})
+    return out
+
+
+def print_ab(results: list[dict]) -> None:
+    for res in results:
+        base, cand = res["baseline"], res["candidate"]
+        loads = [r["load_before"] for r in base + cand]
+        print(
+            f"\n{res['memories']:,} memories: baseline {res['rev']} vs this checkout, median of {len(base)} "
+            f"interleaved rounds (load average 1 min before each run: {min(loads)}-{max(loads)})"
+        )
+        print("| figure | baseline | candidate | candidate / baseline |")
+        print("|---|---|---|---|")
+        for key, label in AB_FIGURES:
+            a = statistics.median(r[key] for r in base)
+            b = statistics.median(r[key] for r in cand)
+            print(f"| {label} | {a:g} | {b:g} | {'x%.2f' % (b / a) if a else '-'} |")
+
+
 def main(argv: list[str] | None = None) -> int:
     p = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     p.add_argument("--sizes", default="1000,10000", help="comma-separated store sizes (50000 takes minutes)")
@@ -357,6 +479,10 @@ def main(argv: list[str] | None = None) -> int:
         help="interpreter of a side venv with basic-memory (Python >= 3.12): also measure it on the same stores",
     )
     p.add_argument("--basic-memory-passes", type=int, default=10, help="no-change and one-changed passes for it")
+    p.add_argument(
+        "--baseline", metavar="REV", help="also measure git revision REV on the same stores, A/B interleaved"
+    )
+    p.add_argument("--rounds", type=int, default=2, help="A/B rounds per size with --baseline")
     p.add_argument("--worker", type=Path, help=argparse.SUPPRESS)
     p.add_argument("--generate", type=int, help=argparse.SUPPRESS)
     p.add_argument("--generate-basic-memory", type=int, help=argparse.SUPPRESS)
@@ -372,6 +498,18 @@ def main(argv: list[str] | None = None) -> int:
         return 0
     sizes = [int(s) for s in args.sizes.split(",") if s.strip()]
     work = args.work or Path(tempfile.mkdtemp(prefix="memory-mcp-speed-"))
+    if args.baseline:
+        started = time.perf_counter()
+        try:
+            results = run_ab(sizes, work, args.baseline, args.rounds, args.queries)
+        finally:
+            if args.work is None:
+                shutil.rmtree(work, ignore_errors=True)
+        print_ab(results)
+        print(f"\ntotal {time.perf_counter() - started:.0f} s (nproc {os.cpu_count()})")
+        if args.json:
+            args.json.write_text(json.dumps(results, indent=2), encoding="utf-8")
+        return 0
     rows, peers = [], {}
     peer_python = args.basic_memory_python
     if not peer_python:

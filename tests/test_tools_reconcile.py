@@ -312,5 +312,5 @@ async def test_an_index_from_the_previous_version_is_upgraded_in_place_keeping_r
         assert await t.recall_ids("espresso", state="archived") == [other["id"]]
         assert await t.recall_ids("espresso", state="active") == [kept["id"]]
     conn = sqlite3.connect(db_path(store))
-    assert conn.execute("SELECT value FROM meta WHERE key = 'schema_version'").fetchone()[0] == "4"
+    assert conn.execute("SELECT value FROM meta WHERE key = 'schema_version'").fetchone()[0] == "5"
     conn.close()

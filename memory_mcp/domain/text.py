@@ -9,6 +9,7 @@ from __future__ import annotations
 import re
 import unicodedata
 from dataclasses import dataclass, field
+from functools import lru_cache
 
 _HANGUL = re.compile(r"[\uac00-\ud7a3]")
 # Korean particles and endings, longest first; stripped to find the stem a prefix search starts from.
@@ -45,9 +46,15 @@ class _Recompose(Exception):
 
 
 def _fold_run(match: re.Match[str]) -> str:
-    run = unicodedata.normalize("NFKD", match.group())
+    return _fold_piece(match.group())
+
+
+@lru_cache(maxsize=4096)
+def _fold_piece(piece: str) -> str:
+    # the same few runs ("ó", "ñ", "é") recur in every accented text: each is decomposed once
+    run = unicodedata.normalize("NFKD", piece)
     if _LOOSE_JAMO.search(run):
-        raise _Recompose
+        raise _Recompose  # not cached: lru_cache keeps results only
     return unicodedata.normalize("NFC", _marks().sub("", run))
 
 

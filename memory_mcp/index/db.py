@@ -17,7 +17,7 @@ from pathlib import Path
 from ..canon.files import norm_hash, now_iso
 from ..domain.models import Memory
 
-SCHEMA_VERSION = 4
+SCHEMA_VERSION = 5
 
 SCHEMA = """
 CREATE TABLE meta (key TEXT PRIMARY KEY, value TEXT NOT NULL);
@@ -168,12 +168,16 @@ def connect(path: Path | str) -> sqlite3.Connection:
 
 # Upgrades that derive what is new from what the index already holds, so recall counts (index-only) and
 # stored vectors survive the upgrade; an index too old for these is rebuilt from canon instead.
-MIGRATIONS = {
-    3: """
-CREATE TABLE memory_flags (rowid INTEGER PRIMARY KEY, type TEXT NOT NULL, state TEXT NOT NULL, trust TEXT NOT NULL);
-INSERT INTO memory_flags (rowid, type, state, trust) SELECT rowid, type, state, trust FROM memories;
-CREATE INDEX files_with_errors ON files (path) WHERE error IS NOT NULL;
-""",
+MIGRATIONS: dict[int, tuple[str, ...]] = {
+    3: (
+        "CREATE TABLE memory_flags (rowid INTEGER PRIMARY KEY, type TEXT NOT NULL, state TEXT NOT NULL, "
+        "trust TEXT NOT NULL)",
+        "INSERT INTO memory_flags (rowid, type, state, trust) SELECT rowid, type, state, trust FROM memories",
+        "CREATE INDEX files_with_errors ON files (path) WHERE error IS NOT NULL",
+    ),
+    # 5 records the scan digest (meta `scan_digest`) that version 4 would not forget when it writes the
+    # ledger: the bump keeps a version-4 server from writing a version-5 index (it rebuilds it instead)
+    4: ("DELETE FROM meta WHERE key = 'scan_digest'",),
 }
 
 
@@ -186,7 +190,7 @@ def migrate(conn: sqlite3.Connection) -> None:
         return  # schema_problem says why
     while version in MIGRATIONS:
         with atomic(conn):
-            for statement in filter(str.strip, MIGRATIONS[version].split(";")):
+            for statement in MIGRATIONS[version]:
                 conn.execute(statement)
             version += 1
             conn.execute("UPDATE meta SET value = ? WHERE key = 'schema_version'", (str(version),))
@@ -391,10 +395,11 @@ _COLUMNS = (
 )
 
 
-def _indexed(row: sqlite3.Row) -> IndexedMemory:
+def _indexed(row: sqlite3.Row | tuple) -> IndexedMemory:
     values = list(row)
     for i in (13, 14, 15, 16):
-        values[i] = json.loads(values[i])
+        # most of these lists are empty: "[]" skips the JSON decoder (a recall reads ~100 rows, 4 lists each)
+        values[i] = [] if values[i] == "[]" else json.loads(values[i])
     return IndexedMemory(*values)
 
 
@@ -414,10 +419,12 @@ def memory_path(conn: sqlite3.Connection, mem_id: str) -> str | None:
 
 def memories_by_rowid(conn: sqlite3.Connection, rowids: list[int]) -> dict[int, IndexedMemory]:
     out: dict[int, IndexedMemory] = {}
+    cur = conn.cursor()
+    cur.row_factory = None  # plain tuples: every recall reads ~100 candidates here
     for start in range(0, len(rowids), 500):
         chunk = rowids[start : start + 500]
         marks = ",".join("?" * len(chunk))
-        for row in conn.execute(f"SELECT {_COLUMNS} FROM memories WHERE rowid IN ({marks})", chunk):
+        for row in cur.execute(f"SELECT {_COLUMNS} FROM memories WHERE rowid IN ({marks})", chunk):
             out[row[0]] = _indexed(row)
     return out
 

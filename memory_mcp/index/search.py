@@ -27,9 +27,11 @@ def fts_scores(
     # CROSS JOIN pins FTS5 as the outer loop for the same reason (with a small joined table the planner
     # otherwise scans that table and runs the match once per row: 10x slower at 10k memories)
     only = f" AND +f.rowid IN ({','.join('?' * len(among))})" if among else ""
+    # without a filter the join would only look up every matching row's flags for nothing (~1 µs a row)
+    join = f"CROSS JOIN {filter_rows} m ON m.rowid = f.rowid " if where else ""
     sql = (
         f"SELECT f.rowid, -bm25({table}, {weights}) AS s FROM {table} f "
-        f"CROSS JOIN {filter_rows} m ON m.rowid = f.rowid WHERE {table} MATCH ?{where}{only} "
+        f"{join}WHERE {table} MATCH ?{where}{only} "
         f"ORDER BY s DESC LIMIT {len(among) if among else limit}"
     )
     try:
@@ -47,3 +49,8 @@ def like_rowids(
         f"OR m.entities LIKE ? ESCAPE '\\'){where} LIMIT {limit}"
     )
     return [r[0] for r in conn.execute(sql, [pattern, pattern, pattern, *params])]
+
+
+def any_in_state(conn: sqlite3.Connection, state: str) -> bool:
+    """Whether any memory is in this state (the `memories_state_type` index answers it)."""
+    return conn.execute("SELECT 1 FROM memories WHERE state = ? LIMIT 1", (state,)).fetchone() is not None

@@ -19,7 +19,7 @@ from dataclasses import dataclass, field
 from ..canon.dictionary import EntityDictionary
 from ..domain.ranking import DEFAULT, RankingConstants
 from ..domain.text import Term, fold, stem
-from ..index.search import fts_scores, like_rowids
+from ..index.search import any_in_state, fts_scores, like_rowids
 
 CANDIDATES_PER_LEG = DEFAULT.candidates_per_leg  # the default; plans use RankingConstants.candidates_per_leg
 MAX_QUERY_CHARS = 2000
@@ -130,7 +130,9 @@ class Filters:
     include_deprecated: bool = False
     trusts: list[str] = field(default_factory=list)
 
-    def sql(self) -> tuple[str, list[object]]:
+    def sql(self, deprecated_exist: bool = True) -> tuple[str, list[object]]:
+        """The clause over alias `m` and its parameters. With `deprecated_exist=False` (the store holds no
+        deprecated memory) the default exclusion of deprecated memories is left out: it would keep every row."""
         clauses: list[str] = []
         params: list[object] = []
         if self.types:
@@ -139,7 +141,7 @@ class Filters:
         if self.states:
             clauses.append(f"m.state IN ({','.join('?' * len(self.states))})")
             params.extend(self.states)
-        elif not self.include_deprecated:
+        elif not self.include_deprecated and deprecated_exist:
             clauses.append("m.state != 'deprecated'")
         if self.trusts:
             clauses.append(f"m.trust IN ({','.join('?' * len(self.trusts))})")
@@ -193,7 +195,8 @@ def plan_and_fetch(
     plan = Plan(terms=terms, legs=[], candidates={})
     if not terms:
         return plan
-    where, params = filters.sql() if filters is not None else ("", [])
+    # an empty clause lets every leg skip the join with the filter table (the same rows, found faster)
+    where, params = filters.sql(any_in_state(conn, "deprecated")) if filters is not None else ("", [])
     w_title, w_ent, w_body = k.column_weights
     depth = max(k.candidates_per_leg, want)
 

@@ -292,6 +292,8 @@ class StoreSession:
 
     def _rearm_watch(self, data_version: int) -> None:
         # a "racy" entry (mtime 0: read within the mtime tick of a write) needs its folder watched before it was read
+        if not self._watch.active:
+            return  # nothing to arm (and no need to look for racy entries across the whole ledger)
         racy = ledger.has_racy_stamp(self.conn)
         if self._watch.rearm(self._gate.folders, trusted=not self._gate.saw_symlink, racy=racy):
             self._quiet_baseline = (self.conn, data_version)
