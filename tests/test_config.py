@@ -625,3 +625,14 @@ def test_cli_config_exits_2_on_a_typo(tmp_path: Path, project: Path) -> None:
     r = run_cli(tmp_path, "config", env_extra={"MEMORY_MCP_RANKING__HEAT_MAX": "9"})
     assert r.returncode == 2
     assert "ranking.heat_max: 9 is outside 0..5 (in env MEMORY_MCP_RANKING__HEAT_MAX)" in r.stderr
+
+
+def test_limits_read_every_field_from_its_setting_and_share_its_default(user_file: Path) -> None:
+    from dataclasses import fields
+
+    declared = {s.key for s in SETTINGS}
+    assert all(f.metadata["setting"] in declared for f in fields(service.Limits))
+    assert service.Limits.from_settings(default_settings()) == service.Limits()
+    moved = load(user_file, overrides=["limits.max_title=12", "context.budget_bytes=2048"])
+    limits = service.Limits.from_settings(moved)
+    assert (limits.max_title, limits.context_budget, limits.max_body) == (12, 2048, service.MAX_BODY)

@@ -2,7 +2,8 @@
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, field, fields
+from typing import Any
 
 from ..config import Settings
 from ..domain.errors import InputError
@@ -28,43 +29,35 @@ COMPACTION_MIN_AGE_DAYS = 30
 COMPACTION_MIN_GROUP = 3
 
 
+def _setting(default: Any, key: str) -> Any:
+    """A `Limits` field with its default and the setting (`memory-mcp config` key) that overrides it."""
+    return field(default=default, metadata={"setting": key})
+
+
 @dataclass(frozen=True)
 class Limits:
     """Argument limits and lifecycle thresholds; defaults above, overridable by settings (limits.*, ...)."""
 
-    max_title: int = MAX_TITLE
-    max_body: int = MAX_BODY
-    max_entities: int = MAX_ENTITIES
-    max_entity_len: int = MAX_ENTITY_LEN
-    max_source: int = MAX_SOURCE
-    max_query: int = MAX_QUERY
-    max_read_lines: int = MAX_READ_LINES
-    recall_default: int = 5
-    recall_max: int = RECALL_LIMIT[1]
-    compaction_min_age_days: int = COMPACTION_MIN_AGE_DAYS
-    compaction_min_group: int = COMPACTION_MIN_GROUP
-    near_text_similarity: float = NEAR_TEXT_SIMILARITY
-    max_conflicts: int = MAX_CONFLICTS
-    max_related: int = MAX_RELATED
-    context_budget: int = DEFAULT_BUDGET
+    max_title: int = _setting(MAX_TITLE, "limits.max_title")
+    max_body: int = _setting(MAX_BODY, "limits.max_body")
+    max_entities: int = _setting(MAX_ENTITIES, "limits.max_entities")
+    max_entity_len: int = _setting(MAX_ENTITY_LEN, "limits.max_entity_len")
+    max_source: int = _setting(MAX_SOURCE, "limits.max_source")
+    max_query: int = _setting(MAX_QUERY, "limits.max_query")
+    max_read_lines: int = _setting(MAX_READ_LINES, "limits.max_read_lines")
+    recall_default: int = _setting(5, "recall.default_limit")
+    recall_max: int = _setting(RECALL_LIMIT[1], "recall.max_limit")
+    compaction_min_age_days: int = _setting(COMPACTION_MIN_AGE_DAYS, "compaction.min_age_days")
+    compaction_min_group: int = _setting(COMPACTION_MIN_GROUP, "compaction.min_group")
+    near_text_similarity: float = _setting(NEAR_TEXT_SIMILARITY, "conflicts.near_text_similarity")
+    max_conflicts: int = _setting(MAX_CONFLICTS, "conflicts.max_conflicts")
+    max_related: int = _setting(MAX_RELATED, "conflicts.max_related")
+    context_budget: int = _setting(DEFAULT_BUDGET, "context.budget_bytes")
 
     @classmethod
     def from_settings(cls, settings: Settings) -> Limits:
-        g = settings.get
-        return cls(
-            **{name: g(f"limits.{name}") for name in ("max_title", "max_body", "max_entities", "max_entity_len")},
-            max_source=g("limits.max_source"),
-            max_query=g("limits.max_query"),
-            max_read_lines=g("limits.max_read_lines"),
-            recall_default=g("recall.default_limit"),
-            recall_max=g("recall.max_limit"),
-            compaction_min_age_days=g("compaction.min_age_days"),
-            compaction_min_group=g("compaction.min_group"),
-            near_text_similarity=g("conflicts.near_text_similarity"),
-            max_conflicts=g("conflicts.max_conflicts"),
-            max_related=g("conflicts.max_related"),
-            context_budget=g("context.budget_bytes"),
-        )
+        """Each field from the setting named beside it."""
+        return cls(**{f.name: settings.get(f.metadata["setting"]) for f in fields(cls)})
 
     def title(self, title: str) -> str:
         title = " ".join(title.split())
