@@ -2,6 +2,7 @@
 
     python bench/eval_hybrid.py --work /tmp/hyb --keep --reuse-stores --runs bm25,hybrid --dump-fusion
     python bench/hybrid_fusion_sweep.py --work /tmp/hyb      # every fusion below, dev / test / all
+    python bench/hybrid_fusion_sweep.py --work /tmp/hyb --score-runs   # the product runs themselves, per split
 
 `eval_hybrid.py --dump-fusion` writes, per dataset, `fusion-dump.jsonl` into the work folder (outside the
 repository: it is made from the benchmark data): for every question, what the product's hybrid recall
@@ -16,6 +17,9 @@ scorer's own `evaluate`, per split:
 - KorQuAD: dev = questions whose first gold paragraph id has an even SHA-1 (first byte), test = the others.
 
 The split was fixed before any fusion was tried; choices are made on dev and reported on test.
+
+`--score-runs` replays nothing: it scores the run files `eval_hybrid.py` wrote (`run-bm25.jsonl`,
+`run-hybrid.jsonl`: the product's recall, collapse included) on the same splits, per category.
 """
 
 from __future__ import annotations
@@ -36,6 +40,7 @@ from memory_mcp.search import semantic as sem  # noqa: E402
 DEFAULT_BENCH = REPO.parent / "shared" / "bench"
 DEPTH = 20
 METRICS = ("R@1", "R@5", "R@10", "hit@5", "MRR", "nDCG@10")
+PARTS = ("dev", "test", "all")
 
 
 def read_jsonl(path: Path) -> list[dict]:
@@ -79,6 +84,7 @@ def main(argv: list[str] | None = None) -> int:
     p.add_argument("--depth", type=int, default=100, help="semantic.depth of the dump")
     p.add_argument("--configs", default="", help="sweep only these candidate names (comma-separated)")
     p.add_argument("--json", type=Path, help="sweep: write every figure here")
+    p.add_argument("--score-runs", action="store_true", help="score eval_hybrid.py's run files per split instead")
     args = p.parse_args(argv)
     datasets = [d.strip() for d in args.datasets.split(",") if d.strip()]
     scorer = load_scorer(args.bench_dir.resolve())
@@ -90,6 +96,17 @@ def main(argv: list[str] | None = None) -> int:
         known = {doc["id"] for doc in read_jsonl(dwork / "bench" / "corpus.jsonl")}
         queries = scorer.load_queries(dwork / "bench" / "queries.jsonl", known)
         split = {q["qid"]: split_of(d, q, store_order) for q in raw}
+        if args.score_runs:
+            runs = {
+                n: {r["qid"]: r["ranked"] for r in read_jsonl(dwork / f"run-{n}.jsonl")} for n in ("bm25", "hybrid")
+            }
+            figures = {
+                n: {p: scorer.evaluate([q for q in queries if p == "all" or split[q.qid] == p], run) for p in PARTS}
+                for n, run in runs.items()
+            }
+            everything[d] = figures
+            print_runs(d, figures)
+            continue
         rows = read_jsonl(dwork / "fusion-dump.jsonl")
         base = sem.SemanticConfig(depth=args.depth)
         candidates = {"bm25": None} | candidates_for(base)
@@ -101,7 +118,7 @@ def main(argv: list[str] | None = None) -> int:
             run = run_of(rows, cfg)
             figures[name] = {
                 part: scorer.evaluate([q for q in queries if part == "all" or split[q.qid] == part], run)
-                for part in ("dev", "test", "all")
+                for part in PARTS
             }
         everything[d] = figures
         print_sweep(d, figures)
@@ -138,6 +155,21 @@ def print_sweep(dataset: str, figures: dict[str, dict]) -> None:
                     continue
                 deltas = [m[k] - b[part][row][k] for k in METRICS]
                 print(f"| {name:<28} |" + "".join(f" {v:>+7.4f} |" for v in deltas) + f" {min(deltas):+.4f} |")
+
+
+def print_runs(dataset: str, figures: dict[str, dict]) -> None:
+    """One Markdown row per split and category: bm25 / hybrid (hybrid - bm25) for each metric."""
+    b, h = figures["bm25"], figures["hybrid"]
+    print(f"\n{dataset}: bm25 / hybrid (hybrid - bm25)")
+    print("| split | category (n) |" + "".join(f" {m} |" for m in METRICS))
+    print("| --- | --- |" + " --- |" * len(METRICS))
+    for part in PARTS:
+        for row in b[part]:
+            cells = [
+                f"{b[part][row][m]:.4f} / {h[part][row][m]:.4f} ({h[part][row][m] - b[part][row][m]:+.4f})"
+                for m in METRICS
+            ]
+            print(f"| {part} | {row} ({int(b[part][row]['n']):,}) | " + " | ".join(cells) + " |")
 
 
 if __name__ == "__main__":

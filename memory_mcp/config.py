@@ -263,7 +263,13 @@ SETTINGS: tuple[Setting, ...] = (
     _i("semantic.rrf_k", 60, 1, 100_000, "rrf fusion: Reciprocal Rank Fusion constant, score = sum of 1/(k + rank)"),
     _i("semantic.depth", 100, 1, 10_000, "how many results of each ranking (keyword, cosine) enter the fusion"),
     _i("semantic.embed_per_recall", 8, 0, 100_000, "most memories one recall embeds (memory_reindex embeds all)"),
-    _f("semantic.collapse_cosine", 0.97, 0.0, 1.0, "cosine at which two results are the same statement (hybrid)"),
+    _f(
+        "semantic.collapse_cosine",
+        1.0,
+        0.0,
+        1.0,
+        "cosine at which two hybrid results are also the same statement; 1.0 = off (collapse as keyword mode)",
+    ),
 )
 
 _BY_KEY: dict[str, Setting] = {s.key: s for s in SETTINGS}

@@ -508,7 +508,9 @@ def test_collapse_keeps_the_limit_filled(tmp_path: Path) -> None:
         service.close()
 
 
-def test_cosine_collapses_rewordings_in_hybrid_mode(tmp_path: Path) -> None:
+def test_hybrid_collapses_as_keyword_mode_unless_a_collapse_cosine_is_set(tmp_path: Path) -> None:
+    # behaviour changed in issue 14: cosine collapse is off by default (semantic.collapse_cosine = 1.0), so
+    # hybrid never merges two results keyword mode keeps apart; a collapse_cosine below 1 turns it back on
     root = tmp_path / "store"
     seed(
         root,
@@ -517,15 +519,19 @@ def test_cosine_collapses_rewordings_in_hybrid_mode(tmp_path: Path) -> None:
             "x2": ("Parking", "The automobile is parked in the garage."),
         },
     )
-    service = MemoryService(root, embedder=FakeProvider())
+    default = MemoryService(root, embedder=FakeProvider())
+    opted_in = MemoryService(root, embedder=FakeProvider(), semantic=sem.SemanticConfig(collapse_cosine=0.97))
     try:
-        kw = service.recall("parked garage", mode="bm25")
+        kw = default.recall("parked garage", mode="bm25")
         assert {r.id for r in kw.results} == {"x1", "x2"} and kw.collapsed == []  # words differ: not equal
-        hy = service.recall("parked garage", mode="hybrid")
-        assert len(hy.results) == 1 and len(hy.collapsed) == 1
-        assert hy.collapsed[0].reason.startswith("cosine 1.000")
+        hy = default.recall("parked garage", mode="hybrid")
+        assert hy.mode == "hybrid" and {r.id for r in hy.results} == {"x1", "x2"} and hy.collapsed == []
+        cos = opted_in.recall("parked garage", mode="hybrid")
+        assert len(cos.results) == 1 and len(cos.collapsed) == 1
+        assert cos.collapsed[0].reason.startswith("cosine 1.000")
     finally:
-        service.close()
+        default.close()
+        opted_in.close()
 
 
 def test_collapse_function_reasons_and_min_words() -> None:

@@ -353,7 +353,10 @@ class SemanticConfig:
     rrf_k: int = RRF_K
     depth: int = 100  # how many of each ranking enter the fusion
     embed_per_recall: int = 8  # most missing vectors one recall embeds: ~0.5 s of e5 on short memories
-    collapse_cosine: float = 0.97
+    # cosine at which hybrid collapse also counts two results as one statement; 1.0 = off (the default), so
+    # both modes collapse alike: e5's cosine is no same-statement test (of KorQuAD's paragraph pairs at cosine
+    # >= 0.97, 14 of 24 have a word overlap below 0.9, down to 0.07; docs/benchmarks.md, "Hybrid search")
+    collapse_cosine: float = 1.0
     batch: int = 32
 
     def __post_init__(self) -> None:

@@ -97,7 +97,8 @@ def recall(
             ranked = rank(svc, pools, sem.UNLIMITED, lines)
         if pending:
             note = f"{pending} memories have no vector yet (a few are embedded per recall; memory_reindex: all)"
-        results, collapsed = _collapse(svc, pools, ranked, limit, ran == "hybrid")
+        cosine_min = svc.semantic.config.collapse_cosine if ran == "hybrid" else 1.0
+        results, collapsed = _collapse(svc, pools, ranked, limit, cosine_min if cosine_min < 1.0 else None)
         for r in results:
             if (locate := lines.get(result_key(r.scope, r.id))) is not None:
                 r.line = locate()
@@ -200,18 +201,21 @@ def _hybrid(
 
 
 def _collapse(
-    svc: ServiceState, pools: list[Pool], ranked: Sequence[RecallResult], limit: int, with_vectors: bool
+    svc: ServiceState, pools: list[Pool], ranked: Sequence[RecallResult], limit: int, cosine_min: float | None
 ) -> tuple[list[RecallResult], list[CollapsedResult]]:
     """The first `limit` results once near-duplicate memories (same statement twice, across scopes or
-    reworded) are dropped in favour of the better-ranked one. Document chunks are never collapsed."""
+    reworded) are dropped in favour of the better-ranked one. Document chunks are never collapsed.
+
+    `cosine_min` (hybrid with `semantic.collapse_cosine` below 1): a cosine that high also counts as the same
+    statement; None (the default in both modes): equal text or word overlap only, so a mode never merges
+    results the other would keep."""
     if svc.collapse_jaccard is None:
         return list(ranked[:limit]), []
     sessions = {p.scope: p.session for p in pools if p.corpus is MEMORIES}
     window = limit + 5
     while True:
         head = ranked[:window]
-        cands = _dup_candidates(svc, sessions, head, with_vectors)
-        cosine_min = svc.semantic.config.collapse_cosine if with_vectors else None
+        cands = _dup_candidates(svc, sessions, head, cosine_min is not None)
         done = sem.collapse(cands, svc.collapse_jaccard, cosine_min, want=limit)
         if len(done.kept) >= limit or window >= len(ranked):
             break
