@@ -126,28 +126,6 @@ def score_parts(
     )
 
 
-def score(
-    *,
-    word: float,
-    trigram: float,
-    like: float,
-    coverage: float,
-    trust: str,
-    state: str,
-    updated: str,
-    recalls: int,
-    last_recalled: str | None,
-    now: datetime,
-    k: RankingConstants = DEFAULT,
-) -> tuple[float, ScoreParts]:
-    t = score_total(
-        word=word, trigram=trigram, like=like, coverage=coverage, trust=trust, state=state, updated=updated,
-        recalls=recalls, last_recalled=last_recalled, now=now, k=k,
-    )  # fmt: skip
-    parts = score_parts(t, word=word, trigram=trigram, like=like, coverage=coverage, trust=trust, state=state, k=k)
-    return t.total, parts
-
-
 # A score's components as plain floats, one per candidate ranked; only returned results become models.
 # The fields are ScoreComponents' own, so the two can never disagree.
 ScoreParts = NamedTuple("ScoreParts", [(name, float) for name in ScoreComponents.model_fields])  # type: ignore[misc]

@@ -10,7 +10,7 @@ from pathlib import Path
 from typing import overload
 
 from ..domain.models import RecallResult
-from ..domain.ranking import ScoreParts, components, score, score_parts, score_total
+from ..domain.ranking import ScoreParts, components, score_parts, score_total
 from ..domain.text import Term, fold
 from ..domain.vocabulary import State
 from ..index import db as ix
@@ -162,8 +162,9 @@ def rank(svc: ServiceState, pools: list[Pool], limit: int, lines: DeferredLines 
     for n, pool in enumerate(pools):
         if pool.corpus is DOCUMENTS and pool.plan.candidates:
             chunks = chunks_by_rowid(pool.session.conn, list(pool.plan.candidates))
-            lines = {rowid: (chunk, cited_line(pool.plan.terms, chunk)) for rowid, chunk in chunks.items()}
-            cited[n] = {rowid: (chunk, line) for rowid, (chunk, line) in lines.items() if line is not None}
+            # (not named `lines`: that would hide the caller's deferred lines from the memory pools below)
+            at = {rowid: (chunk, cited_line(pool.plan.terms, chunk)) for rowid, chunk in chunks.items()}
+            cited[n] = {rowid: (chunk, line) for rowid, (chunk, line) in at.items() if line is not None}
             pool.plan.candidates = {r: c for r, c in pool.plan.candidates.items() if r in cited[n]}
     now = svc.clock()
     scored: list[tuple[float, str, Callable[[], RecallResult], str]] = []  # (score, id, build, scope)
@@ -177,19 +178,18 @@ def rank(svc: ServiceState, pools: list[Pool], limit: int, lines: DeferredLines 
         if pool.corpus is DOCUMENTS:
             for rowid, (chunk, line) in cited[n].items():
                 c = cands[rowid]
-                total, comp = score(
-                    word=c.word / max_word,
-                    trigram=c.trigram / max_tri,
-                    like=c.like,
-                    coverage=coverage(terms, fold(f"{chunk.title}\n{chunk.label}\n{chunk.body}")),
-                    trust=DOCUMENT_TRUST,
-                    state=State.ACTIVE.value,
-                    updated=chunk.updated,
-                    recalls=0,
-                    last_recalled=None,
-                    now=now,
+                word, trigram = c.word / max_word, c.trigram / max_tri
+                cover = coverage(terms, fold(f"{chunk.title}\n{chunk.label}\n{chunk.body}"))
+                t = score_total(
+                    word=word, trigram=trigram, like=c.like, coverage=cover, trust=DOCUMENT_TRUST,
+                    state=State.ACTIVE.value, updated=chunk.updated, recalls=0, last_recalled=None, now=now,
                     k=svc.ranking,
-                )
+                )  # fmt: skip
+                comp = score_parts(
+                    t, word=word, trigram=trigram, like=c.like, coverage=cover, trust=DOCUMENT_TRUST,
+                    state=State.ACTIVE.value, k=svc.ranking,
+                )  # fmt: skip
+                total = t.total
                 shown = display_path(Path(chunk.path), svc.scopes.project_root)
                 doc_id = f"doc:{shown}#{chunk.start_line}"
                 build = partial(document_result, pool.scope, chunk, doc_id, shown, line, total, comp)
