@@ -52,6 +52,7 @@ class _TableStats:
 # per connection and table; a strong reference keeps a closed connection's identity from being reused
 _STATS: OrderedDict[tuple[sqlite3.Connection, str], _TableStats] = OrderedDict()
 _STATS_KEPT = 16
+_PHRASES_KEPT = 100_000  # row counts kept per table (a few MB at most)
 
 
 def _varints(blob: bytes) -> list[int]:
@@ -214,6 +215,8 @@ def exact_bm25(
     for i in sorted({i for _, _, freqs in found for i, f in freqs if f}):
         n = stats.matching.get(folded[i])
         if n is None:
+            if len(stats.matching) >= _PHRASES_KEPT:
+                stats.matching.clear()  # a server that never writes must not grow this without bound
             n = stats.matching[folded[i]] = _matching_rows(conn, table, folded[i])
         value = math.log((stats.rows - n + 0.5) / (n + 0.5))
         idf[i] = value if value > 0.0 else 1e-6
