@@ -28,6 +28,7 @@ from __future__ import annotations
 import math
 import re
 import sqlite3
+import threading
 from collections import OrderedDict
 from collections.abc import Sequence
 from dataclasses import dataclass, field
@@ -52,6 +53,7 @@ class _TableStats:
 # per connection and table; a strong reference keeps a closed connection's identity from being reused
 _STATS: OrderedDict[tuple[sqlite3.Connection, str], _TableStats] = OrderedDict()
 _STATS_KEPT = 16
+_STATS_LOCK = threading.Lock()
 _PHRASES_KEPT = 100_000  # row counts kept per table (a few MB at most)
 
 
@@ -79,18 +81,21 @@ def _table_stats(conn: sqlite3.Connection, table: str) -> _TableStats | None:
         return None  # an empty table has no averages yet (and nothing to score)
     records = (bytes(averages), bytes(structure))
     key = (conn, table)
-    stats = _STATS.get(key)
-    if stats is not None and stats.records == records:
-        _STATS.move_to_end(key)
-        return stats
+    with _STATS_LOCK:
+        stats = _STATS.get(key)
+        if stats is not None and stats.records == records:
+            _STATS.move_to_end(key)
+            return stats
     numbers = _varints(records[0])
     n_rows, n_tokens = numbers[0], sum(numbers[1:])
     if n_rows <= 0:
         return None
     stats = _TableStats(records, n_rows, float(n_tokens) / float(n_rows))
-    _STATS[key] = stats
-    while len(_STATS) > _STATS_KEPT:
-        _STATS.popitem(last=False)
+    with _STATS_LOCK:
+        _STATS[key] = stats
+        _STATS.move_to_end(key)
+        while len(_STATS) > _STATS_KEPT:
+            _STATS.popitem(last=False)
     return stats
 
 
@@ -103,10 +108,13 @@ _KNOWN: set[str] = set()
 # a character outside ASCII and the known ones whose fold is lower()'s: such a text takes the slow way
 _NOT_LOWER: list[re.Pattern[str]] = [re.compile(r"[^\x00-\x7f]")]
 _PROBE: list[sqlite3.Connection] = []
+_PROBE_LOCK = threading.Lock()  # sessions of two scopes may serve calls on two threads
 
 
 def _learn_folds(chars: set[str]) -> None:
     """Ask an in-memory trigram table how it folds these characters (each at its own token position)."""
+    if not chars:
+        return  # another thread learnt them meanwhile
     if not _PROBE:
         probe = sqlite3.connect(":memory:", isolation_level=None, check_same_thread=False)
         probe.execute("CREATE VIRTUAL TABLE fold USING fts5 (t, tokenize = 'trigram')")
@@ -132,7 +140,8 @@ def fts_fold(text: str) -> str:
     unknown = {c for c in text if not c.isascii()} - _KNOWN
     unknown.discard("\x00")  # never a token (a text holding it is left to FTS5)
     if unknown:
-        _learn_folds(unknown)
+        with _PROBE_LOCK:
+            _learn_folds(unknown - _KNOWN)
     return text.translate(_FOLD)
 
 
