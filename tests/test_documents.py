@@ -499,3 +499,21 @@ def test_a_project_file_cannot_index_outside_its_project_through_a_symlink(tmp_p
     config.write_text('[[documents.sources]]\nlabel = "docs"\npath = "ok"\n')
     settings = load_settings(project_root=project, env={}, user_config=tmp_path / "none.toml")
     assert [s.label for s in settings.document_sources()] == ["docs"]
+
+
+async def test_with_documents_indexed_a_memory_still_cites_the_line_holding_the_query(tmp_path: Path) -> None:
+    # the document pool is ranked first; the memory pools after it must still get their cited lines
+    project, store = tmp_path / "proj", tmp_path / "account"
+    project.mkdir()
+    build_corpus(project)
+    write_config(project)
+    age_all(project)
+    async with project_tools(project, store) as t:
+        body = "First a line about nothing much.\nThen another one.\nThe zanzibarquota flag of each release sits on line three."
+        mem = await t.remember("Flags of the deploy", body, trust="user-stated")
+        answer = await t.recall("release zanzibarquota", limit=20)
+        assert any(r["kind"] == "document" for r in answer["results"])  # both pools had candidates
+        hit = next(r for r in answer["results"] if r["kind"] == "memory")
+        assert hit["id"] == mem["id"]
+        got = await t.read(path=hit["path"], from_line=hit["line"], to_line=hit["line"])
+        assert "zanzibarquota" in got["text"], (hit["line"], got["text"])

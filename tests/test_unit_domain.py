@@ -14,7 +14,7 @@ import pytest
 from memory_mcp.domain.errors import InputError, TransitionError
 from memory_mcp.domain.lifecycle import check_editable, check_purge, check_transition
 from memory_mcp.domain.models import State
-from memory_mcp.domain.ranking import DEFAULT, age_days, freshness, heat, score, text_score
+from memory_mcp.domain.ranking import DEFAULT, age_days, freshness, heat, score_parts, score_total, text_score
 from memory_mcp.domain.text import clip, fold, stem
 
 A, R, D = State.ACTIVE, State.ARCHIVED, State.DEPRECATED
@@ -78,8 +78,7 @@ def _score(**overrides: object) -> float:
     args: dict = dict(word=0.8, trigram=0.5, like=0.0, coverage=1.0, trust="user-stated", state="active")
     args |= dict(updated=NOW.isoformat(), recalls=0, last_recalled=None, now=NOW)
     args |= overrides
-    total, _ = score(**args)
-    return total
+    return score_total(**args).total
 
 
 def test_trust_and_state_order_the_same_text() -> None:
@@ -110,10 +109,9 @@ def test_an_unreadable_date_counts_as_ten_years_old() -> None:
 
 
 def test_the_components_explain_the_total() -> None:
-    total, parts = score(
-        word=0.8, trigram=0.5, like=0.0, coverage=1.0, trust="imported", state="archived",
-        updated=NOW.isoformat(), recalls=0, last_recalled=None, now=NOW,
-    )  # fmt: skip
+    inputs: dict = dict(word=0.8, trigram=0.5, like=0.0, coverage=1.0, trust="imported", state="archived")
+    t = score_total(**inputs, updated=NOW.isoformat(), recalls=0, last_recalled=None, now=NOW)
+    total, parts = t.total, score_parts(t, **inputs, k=DEFAULT)
     assert total == pytest.approx(parts.text * parts.trust * parts.state * (1 + parts.freshness + parts.heat), abs=1e-5)
     assert (parts.trust, parts.state) == (0.9, 0.6)
 

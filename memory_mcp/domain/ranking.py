@@ -9,6 +9,7 @@ from __future__ import annotations
 import math
 from dataclasses import dataclass, field
 from datetime import UTC, datetime
+from functools import lru_cache
 from typing import NamedTuple
 
 from .models import ScoreComponents
@@ -43,13 +44,20 @@ class RankingConstants:
 DEFAULT = RankingConstants()
 
 
-def age_days(iso: str, now: datetime) -> float:
+@lru_cache(maxsize=65536)
+def _moment(iso: str) -> datetime | None:
+    # every candidate of every recall parses its dates: the same few thousand strings, parsed once each
     try:
         then = datetime.fromisoformat(iso.replace("Z", "+00:00"))
     except (ValueError, AttributeError):
+        return None
+    return then if then.tzinfo is not None else then.replace(tzinfo=UTC)
+
+
+def age_days(iso: str, now: datetime) -> float:
+    then = _moment(iso)
+    if then is None:
         return 3650.0
-    if then.tzinfo is None:
-        then = then.replace(tzinfo=UTC)
     return max(0.0, (now - then).total_seconds() / 86400)
 
 
@@ -71,7 +79,16 @@ def text_score(word: float, trigram: float, like: float, coverage: float, k: Ran
     return mix * (k.coverage_floor + (1 - k.coverage_floor) * coverage)
 
 
-def score(
+class Total(NamedTuple):
+    """A candidate's score and the rounded components it is made of (enough to order candidates)."""
+
+    total: float
+    text: float
+    freshness: float
+    heat: float
+
+
+def score_total(
     *,
     word: float,
     trigram: float,
@@ -84,21 +101,29 @@ def score(
     last_recalled: str | None,
     now: datetime,
     k: RankingConstants = DEFAULT,
-) -> tuple[float, ScoreParts]:
-    text = text_score(word, trigram, like, coverage, k)
-    parts = ScoreParts(
-        text=round(text, 6),
+) -> Total:
+    text = round(text_score(word, trigram, like, coverage, k), 6)
+    fresh = round(freshness(updated, now, k), 6)
+    warm = round(heat(recalls, last_recalled, now, k), 6)
+    total = text * k.trust.get(trust, 1.0) * k.state.get(state, 1.0) * (1 + fresh + warm)
+    return Total(round(total, 6), text, fresh, warm)
+
+
+def score_parts(
+    t: Total, *, word: float, trigram: float, like: float, coverage: float, trust: str, state: str, k: RankingConstants
+) -> ScoreParts:
+    """The components of a `score_total`, for the few candidates that become results."""
+    return ScoreParts(
+        text=t.text,
         trust=k.trust.get(trust, 1.0),
         state=k.state.get(state, 1.0),
-        freshness=round(freshness(updated, now, k), 6),
-        heat=round(heat(recalls, last_recalled, now, k), 6),
+        freshness=t.freshness,
+        heat=t.heat,
         word=round(word, 6),
         trigram=round(trigram, 6),
         like=round(like, 6),
         coverage=round(coverage, 6),
     )
-    total = parts.text * parts.trust * parts.state * (1 + parts.freshness + parts.heat)
-    return round(total, 6), parts
 
 
 # A score's components as plain floats, one per candidate ranked; only returned results become models.

@@ -13,6 +13,7 @@ from collections.abc import Iterable, Iterator
 from contextlib import contextmanager
 from dataclasses import dataclass
 from pathlib import Path
+from typing import NamedTuple
 
 from ..canon.files import norm_hash, now_iso
 from ..domain.models import Memory
@@ -426,6 +427,33 @@ def memories_by_rowid(conn: sqlite3.Connection, rowids: list[int]) -> dict[int, 
         marks = ",".join("?" * len(chunk))
         for row in cur.execute(f"SELECT {_COLUMNS} FROM memories WHERE rowid IN ({marks})", chunk):
             out[row[0]] = _indexed(row)
+    return out
+
+
+class RankingRow(NamedTuple):
+    """What ranking reads of every candidate; the whole row (`IndexedMemory`) is read only for results."""
+
+    rowid: int
+    id: str
+    trust: str
+    state: str
+    updated: str
+    title: str
+    entities: list[str]
+    body: str
+
+
+def ranking_rows(conn: sqlite3.Connection, rowids: list[int]) -> list[RankingRow]:
+    """The ranking columns of these memories (a recall ranks ~100 candidates and returns 5-20)."""
+    out: list[RankingRow] = []
+    cur = conn.cursor()
+    cur.row_factory = None
+    for start in range(0, len(rowids), 500):
+        chunk = rowids[start : start + 500]
+        marks = ",".join("?" * len(chunk))
+        sql = f"SELECT rowid, id, trust, state, updated, title, entities, body FROM memories WHERE rowid IN ({marks})"
+        for r in cur.execute(sql, chunk):
+            out.append(RankingRow(r[0], r[1], r[2], r[3], r[4], r[5], [] if r[6] == "[]" else json.loads(r[6]), r[7]))
     return out
 
 

@@ -19,6 +19,7 @@ from dataclasses import dataclass, field
 from ..canon.dictionary import EntityDictionary
 from ..domain.ranking import DEFAULT, RankingConstants
 from ..domain.text import Term, fold, stem
+from ..index.bm25 import exact_bm25
 from ..index.search import any_in_state, fts_scores, like_rowids
 
 CANDIDATES_PER_LEG = DEFAULT.candidates_per_leg  # the default; plans use RankingConstants.candidates_per_leg
@@ -81,8 +82,8 @@ STOPWORDS = frozenset(
 )
 
 
-def trigram_match(terms: list[Term], phrase: str) -> str | None:
-    """OR of the whole terms, their stems, their dictionary variants and the phrase: what the leg retrieves."""
+def trigram_phrases(terms: list[Term], phrase: str) -> list[str]:
+    """The whole terms, their stems, their dictionary variants and the phrase: what the trigram leg retrieves."""
     parts = {t.text for t in terms if len(t.text) >= 3}
     parts |= {t.stem for t in terms if len(t.stem) >= 3}
     for t in terms:
@@ -90,25 +91,30 @@ def trigram_match(terms: list[Term], phrase: str) -> str | None:
     folded_phrase = " ".join(fold(w) for w in _WORD.findall(phrase))
     if len(terms) > 1 and len(folded_phrase) >= 3:
         parts.add(folded_phrase)
-    return " OR ".join(_quote(p) for p in sorted(parts)) if parts else None
+    return sorted(parts)
 
 
-def gram_match(terms: list[Term], phrase: str, gram_min_len: int = DEFAULT.gram_min_len) -> str | None:
-    """The trigram expression plus every trigram of each longer content word: what the leg scores with.
+def trigram_match(terms: list[Term], phrase: str) -> str | None:
+    """The OR of `trigram_phrases`, or None when there is none."""
+    parts = trigram_phrases(terms, phrase)
+    return " OR ".join(_quote(p) for p in parts) if parts else None
+
+
+def gram_phrases(terms: list[Term], phrase: str, gram_min_len: int = DEFAULT.gram_min_len) -> list[str]:
+    """`trigram_phrases` plus every trigram of each longer content word: what the re-scoring leg scores with.
 
     The trigrams let "painting" meet "painted" and "camping" meet "camp" (bm25 rewards the memory that
     shares the most of them), which a stemmer would need a rule for in every language. They only score
     memories another leg found: a nonsense word must not find memories that merely share letters.
-    None when no term is long enough to add anything.
+    Empty when no term is long enough to add anything.
     """
     grams: set[str] = set()
     for t in terms:
         if len(t.text) >= gram_min_len and t.text not in STOPWORDS:
             grams |= {t.text[i : i + 3] for i in range(len(t.text) - 2)}
     if not grams:
-        return None
-    whole = trigram_match(terms, phrase)
-    return " OR ".join(([whole] if whole else []) + [_quote(g) for g in sorted(grams)])
+        return []
+    return trigram_phrases(terms, phrase) + sorted(grams)
 
 
 def like_terms(terms: list[Term]) -> list[str]:
@@ -220,13 +226,18 @@ def plan_and_fetch(
         plan.legs.append("trigram")
         for rowid, s in run_fts(corpus.trigram, tri_expr):
             plan.candidates.setdefault(rowid, Candidate(rowid)).trigram = max(s, 0.0)
-    gram_expr = gram_match(terms, query, k.gram_min_len)
-    if gram_expr and plan.candidates:
-        # re-score every candidate with the trigram expression widened by word trigrams (retrieves nothing new)
+    grams = gram_phrases(terms, query, k.gram_min_len)
+    if grams and plan.candidates:
+        # re-score every candidate with the trigram expression widened by word trigrams (retrieves nothing new):
+        # the same bm25 FTS5 would give, computed for the candidates alone (FTS5 itself when that cannot be)
         plan.legs.append("trigram-grams")
         for c in plan.candidates.values():
             c.trigram = 0.0
-        for rowid, s in run_fts(corpus.trigram, gram_expr, only=list(plan.candidates)):
+        ids = list(plan.candidates)
+        scores = exact_bm25(conn, corpus.trigram, grams, k.column_weights, ids)
+        if scores is None:
+            scores = run_fts(corpus.trigram, " OR ".join(_quote(p) for p in grams), only=ids)
+        for rowid, s in scores:
             plan.candidates[rowid].trigram = max(s, 0.0)
     short = like_terms(terms)
     if short:

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import sqlite3
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from functools import partial
@@ -9,8 +10,8 @@ from pathlib import Path
 from typing import overload
 
 from ..domain.models import RecallResult
-from ..domain.ranking import ScoreParts, components, score
-from ..domain.text import fold
+from ..domain.ranking import ScoreParts, components, score_parts, score_total
+from ..domain.text import Term, fold
 from ..domain.vocabulary import State
 from ..index import db as ix
 from ..search.planner import DOCUMENTS, Corpus, Filters, Plan, best_line, coverage
@@ -83,6 +84,36 @@ def memory_result(
     )
 
 
+class _WideRows:
+    """The whole rows of the candidates that become results, read the first time one is needed."""
+
+    def __init__(self, conn: sqlite3.Connection) -> None:
+        self._conn = conn
+        self._rows: dict[int, ix.IndexedMemory] = {}
+
+    def __call__(self, rowid: int) -> ix.IndexedMemory:
+        row = self._rows.get(rowid)
+        if row is None:
+            row = self._rows[rowid] = ix.memories_by_rowid(self._conn, [rowid])[rowid]
+        return row
+
+
+def _best_line_of(wide: _WideRows, rowid: int, terms: list[Term]) -> int:
+    m = wide(rowid)
+    return best_line(terms, m.title, m.title_line, m.body, m.body_line)
+
+
+def _memory_result_of(
+    wide: _WideRows,
+    rowid: int,
+    scope: str,
+    total: float,
+    parts: Callable[[], ScoreParts],
+    locate: Callable[[], int] | None,
+) -> RecallResult:
+    return memory_result(scope, wide(rowid), total, parts(), locate)
+
+
 class Ranked(Sequence[RecallResult]):
     """Ranked results built only when looked at: a recall ranks ~100 candidates and returns 5-20."""
 
@@ -131,8 +162,9 @@ def rank(svc: ServiceState, pools: list[Pool], limit: int, lines: DeferredLines 
     for n, pool in enumerate(pools):
         if pool.corpus is DOCUMENTS and pool.plan.candidates:
             chunks = chunks_by_rowid(pool.session.conn, list(pool.plan.candidates))
-            lines = {rowid: (chunk, cited_line(pool.plan.terms, chunk)) for rowid, chunk in chunks.items()}
-            cited[n] = {rowid: (chunk, line) for rowid, (chunk, line) in lines.items() if line is not None}
+            # (not named `lines`: that would hide the caller's deferred lines from the memory pools below)
+            at = {rowid: (chunk, cited_line(pool.plan.terms, chunk)) for rowid, chunk in chunks.items()}
+            cited[n] = {rowid: (chunk, line) for rowid, (chunk, line) in at.items() if line is not None}
             pool.plan.candidates = {r: c for r, c in pool.plan.candidates.items() if r in cited[n]}
     now = svc.clock()
     scored: list[tuple[float, str, Callable[[], RecallResult], str]] = []  # (score, id, build, scope)
@@ -146,47 +178,54 @@ def rank(svc: ServiceState, pools: list[Pool], limit: int, lines: DeferredLines 
         if pool.corpus is DOCUMENTS:
             for rowid, (chunk, line) in cited[n].items():
                 c = cands[rowid]
-                total, comp = score(
-                    word=c.word / max_word,
-                    trigram=c.trigram / max_tri,
-                    like=c.like,
-                    coverage=coverage(terms, fold(f"{chunk.title}\n{chunk.label}\n{chunk.body}")),
-                    trust=DOCUMENT_TRUST,
-                    state=State.ACTIVE.value,
-                    updated=chunk.updated,
-                    recalls=0,
-                    last_recalled=None,
-                    now=now,
+                word, trigram = c.word / max_word, c.trigram / max_tri
+                cover = coverage(terms, fold(f"{chunk.title}\n{chunk.label}\n{chunk.body}"))
+                t = score_total(
+                    word=word, trigram=trigram, like=c.like, coverage=cover, trust=DOCUMENT_TRUST,
+                    state=State.ACTIVE.value, updated=chunk.updated, recalls=0, last_recalled=None, now=now,
                     k=svc.ranking,
-                )
+                )  # fmt: skip
+                comp = score_parts(
+                    t, word=word, trigram=trigram, like=c.like, coverage=cover, trust=DOCUMENT_TRUST,
+                    state=State.ACTIVE.value, k=svc.ranking,
+                )  # fmt: skip
+                total = t.total
                 shown = display_path(Path(chunk.path), svc.scopes.project_root)
                 doc_id = f"doc:{shown}#{chunk.start_line}"
                 build = partial(document_result, pool.scope, chunk, doc_id, shown, line, total, comp)
                 scored.append((total, doc_id, build, pool.scope))
             continue
-        mems = ix.memories_by_rowid(conn, list(cands))
-        heat = ix.heat_of(conn, [m.id for m in mems.values()])
-        for rowid, m in mems.items():
-            c = cands[rowid]
+        rows = ix.ranking_rows(conn, list(cands))
+        heat = ix.heat_of(conn, [m.id for m in rows])
+        wide = _WideRows(conn)
+        k = svc.ranking
+        for m in rows:
+            c = cands[m.rowid]
             recalls, last = heat.get(m.id, (0, None))
-            total, comp = score(
-                word=c.word / max_word,
-                trigram=c.trigram / max_tri,
+            word, trigram = c.word / max_word, c.trigram / max_tri
+            cover = coverage(terms, fold(f"{m.title}\n{' '.join(m.entities)}\n{m.body}"))
+            t = score_total(
+                word=word, trigram=trigram, like=c.like, coverage=cover, trust=m.trust, state=m.state,
+                updated=m.updated, recalls=recalls, last_recalled=last, now=now, k=k,
+            )  # fmt: skip
+            parts = partial(
+                score_parts,
+                t,
+                word=word,
+                trigram=trigram,
                 like=c.like,
-                coverage=coverage(terms, fold(f"{m.title}\n{' '.join(m.entities)}\n{m.body}")),
+                coverage=cover,
                 trust=m.trust,
                 state=m.state,
-                updated=m.updated,
-                recalls=recalls,
-                last_recalled=last,
-                now=now,
-                k=svc.ranking,
+                k=k,
             )
-            locate = partial(best_line, terms, m.title, m.title_line, m.body, m.body_line)
+            locate = partial(_best_line_of, wide, m.rowid, terms)
             if lines is not None:  # folding every candidate's body only to cite a line was ~10% of a recall
                 lines[result_key(pool.scope, m.id)] = locate
-            build = partial(memory_result, pool.scope, m, total, comp, None if lines is not None else locate)
-            scored.append((total, m.id, build, pool.scope))
+            build = partial(
+                _memory_result_of, wide, m.rowid, pool.scope, t.total, parts, None if lines is not None else locate
+            )
+            scored.append((t.total, m.id, build, pool.scope))
     scored.sort(key=lambda x: (-x[0], x[1]))
     head = scored[:limit]
     keys = [result_key(scope, rid) for _, rid, _, scope in head]
