@@ -260,6 +260,12 @@ SETTINGS: tuple[Setting, ...] = (
         help="how hybrid fuses the keyword and cosine rankings: score (weighted normalised scores) or rrf (ranks)",
     ),
     _f("semantic.keyword_share", 0.75, 0.0, 1.0, "score fusion: the keyword score's share (the cosine's is the rest)"),
+    Setting(
+        "semantic.keyword_first",
+        True,
+        "bool",
+        help="hybrid keeps the keyword ranking's first result first (the cosine leg reorders and adds to the rest)",
+    ),
     _i("semantic.rrf_k", 60, 1, 100_000, "rrf fusion: Reciprocal Rank Fusion constant, score = sum of 1/(k + rank)"),
     _i("semantic.depth", 100, 1, 10_000, "how many results of each ranking (keyword, cosine) enter the fusion"),
     _i("semantic.embed_per_recall", 8, 0, 100_000, "most memories one recall embeds (memory_reindex embeds all)"),

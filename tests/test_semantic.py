@@ -94,9 +94,9 @@ def test_score_fusion_keeps_a_clear_keyword_head_that_rrf_gives_away() -> None:
     # a is far ahead on keywords and last by cosine; b and c are keyword also-rans the cosine leg likes
     keyword = [("a", 10.0), ("b", 1.0), ("c", 0.9)]
     cosine = [("b", 0.90), ("c", 0.89), ("a", 0.50)]
-    rrf_order = [k for k, _ in sem.fuse(keyword, cosine, sem.SemanticConfig(fusion="rrf"))]
+    rrf_order = [k for k, _ in sem.fuse(keyword, cosine, sem.SemanticConfig(fusion="rrf", keyword_first=False))]
     assert rrf_order[0] == "b"  # ranks only: b (2nd and 1st) beats a (1st and 3rd)
-    fused = sem.fuse(keyword, cosine, sem.SemanticConfig(fusion="score", keyword_share=0.75))
+    fused = sem.fuse(keyword, cosine, sem.SemanticConfig(fusion="score", keyword_share=0.75, keyword_first=False))
     assert [k for k, _ in fused] == ["a", "b", "c"]
     got = dict(fused)
     assert got["a"] == pytest.approx(0.75 * 1.0 + 0.25 * 0.0)  # cosine scaled min-max over its ranking
@@ -107,15 +107,38 @@ def test_score_fusion_keeps_a_clear_keyword_head_that_rrf_gives_away() -> None:
 def test_score_fusion_lets_the_cosine_leg_overturn_a_close_keyword_order() -> None:
     keyword = [("a", 1.0), ("b", 0.98)]
     cosine = [("b", 0.88), ("z", 0.87), ("a", 0.80)]  # z: found by cosine only
-    fused = sem.fuse(keyword, cosine, sem.SemanticConfig())
+    fused = sem.fuse(keyword, cosine, sem.SemanticConfig(keyword_first=False))
     assert [k for k, _ in fused] == ["b", "a", "z"]
     assert dict(fused)["z"] == pytest.approx(0.25 * (0.87 - 0.80) / (0.88 - 0.80))
     # the share decides: all keyword keeps the keyword order (z last), all cosine is the cosine order
-    assert [k for k, _ in sem.fuse(keyword, cosine, sem.SemanticConfig(keyword_share=1.0))] == ["a", "b", "z"]
-    assert [k for k, _ in sem.fuse(keyword, cosine, sem.SemanticConfig(keyword_share=0.0))] == ["b", "z", "a"]
+    assert [k for k, _ in sem.fuse(keyword, cosine, sem.SemanticConfig(keyword_share=1.0, keyword_first=False))] == [
+        "a",
+        "b",
+        "z",
+    ]
+    assert [k for k, _ in sem.fuse(keyword, cosine, sem.SemanticConfig(keyword_share=0.0, keyword_first=False))] == [
+        "b",
+        "z",
+        "a",
+    ]
     # one-sided inputs: a lone cosine result counts fully; no keyword results leaves the cosine order
-    assert sem.fuse([], [("x", 0.5)], sem.SemanticConfig()) == [("x", pytest.approx(0.25))]
-    assert [k for k, _ in sem.fuse([], cosine, sem.SemanticConfig())] == ["b", "z", "a"]
+    assert sem.fuse([], [("x", 0.5)], sem.SemanticConfig(keyword_first=False)) == [("x", pytest.approx(0.25))]
+    assert [k for k, _ in sem.fuse([], cosine, sem.SemanticConfig(keyword_first=False))] == ["b", "z", "a"]
+
+
+def test_keyword_first_keeps_the_keyword_head_first_and_fuses_the_rest() -> None:
+    # the cosine leg prefers b and finds z; pinned, a (keyword #1) stays first, b and z are fused behind it
+    keyword = [("a", 1.0), ("b", 0.98), ("c", 0.5)]
+    cosine = [("z", 0.90), ("b", 0.88), ("a", 0.80)]
+    free = sem.fuse(keyword, cosine, sem.SemanticConfig(keyword_first=False))
+    pinned = sem.fuse(keyword, cosine, sem.SemanticConfig())
+    assert free[0][0] == "b"
+    assert [k for k, _ in pinned] == ["a"] + [k for k, _ in free if k != "a"]
+    assert dict(pinned) == dict(free)  # the order changes, never a score
+    # the same for rrf, and nothing to pin without keyword results
+    rrf_pinned = sem.fuse(keyword, cosine, sem.SemanticConfig(fusion="rrf"))
+    assert rrf_pinned[0][0] == "a"
+    assert [k for k, _ in sem.fuse([], cosine, sem.SemanticConfig())] == ["z", "b", "a"]
 
 
 def test_semantic_config_rejects_unknown_fusion_and_shares_outside_0_1() -> None:
@@ -416,14 +439,18 @@ def test_settings_choose_and_configure_the_provider(tmp_path: Path) -> None:
         assert isinstance(p, sem.OllamaProvider) and p.url == "http://127.0.0.1:9" and p.model == "mxbai"
         assert service.semantic.config.rrf_k == 10
         assert service.semantic.config.fusion == "score" and service.semantic.config.keyword_share == 0.75
+        assert service.semantic.config.keyword_first is True
     finally:
         service.close()
     s = load_settings(
-        env={}, overrides=["semantic.fusion=rrf", "semantic.keyword_share=0.6"], user_config=tmp_path / "none.toml"
+        env={},
+        overrides=["semantic.fusion=rrf", "semantic.keyword_share=0.6", "semantic.keyword_first=false"],
+        user_config=tmp_path / "none.toml",
     )
     service = MemoryService.from_settings(s, tmp_path / "store")
     try:
         assert service.semantic.config.fusion == "rrf" and service.semantic.config.keyword_share == 0.6
+        assert service.semantic.config.keyword_first is False
     finally:
         service.close()
     with pytest.raises(ConfigError, match="semantic.fusion: 'max' is not one of score, rrf"):

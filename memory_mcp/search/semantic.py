@@ -265,13 +265,16 @@ def fuse(
     """Every key of either ranking (each best first, with its score) with its fused score, best first.
 
     `cfg.fusion` picks score fusion (the default, see docs/benchmarks.md) or plain RRF. Ties keep the
-    keyword order, then the key (cosine-only keys after keyword ones)."""
+    keyword order, then the key (cosine-only keys after keyword ones). With `cfg.keyword_first` the keyword
+    ranking's first result stays first whatever its fused score (the scores are not changed): the cosine leg
+    reorders and adds to the rest, so hybrid's R@1 is keyword mode's and its R@k can only gain from it."""
     if cfg.fusion == "rrf":
         fused = rrf([[k for k, _ in keyword], [k for k, _ in cosine]], cfg.rrf_k)
     else:
         fused = score_fusion(keyword, cosine, cfg.keyword_share)
     kw_pos = {k: n for n, (k, _) in enumerate(keyword)}
-    order = sorted(fused, key=lambda k: (-fused[k], kw_pos.get(k, len(kw_pos)), k))
+    first = keyword[0][0] if cfg.keyword_first and keyword else None
+    order = sorted(fused, key=lambda k: (k != first, -fused[k], kw_pos.get(k, len(kw_pos)), k))
     return [(k, fused[k]) for k in order]
 
 
@@ -350,6 +353,9 @@ class SemanticConfig:
     auto_hybrid: bool = False  # what mode=auto runs when a provider is available (set by the measurement)
     fusion: str = "score"  # score (normalised scores, weighted) or rrf (ranks only)
     keyword_share: float = KEYWORD_SHARE  # score fusion: the keyword score's share of the fused score
+    # keep keyword's #1 first: e5's confident cosine #1 is the adversarial questions' wrong speaker, so a
+    # fused head loses R@1 on held-out LoCoMo; pinned, hybrid >= keyword on every metric (docs/benchmarks.md)
+    keyword_first: bool = True
     rrf_k: int = RRF_K
     depth: int = 100  # how many of each ranking enter the fusion
     embed_per_recall: int = 8  # most missing vectors one recall embeds: ~0.5 s of e5 on short memories

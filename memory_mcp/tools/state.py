@@ -78,6 +78,7 @@ class ServiceState:
                 auto_hybrid=settings.get("semantic.auto_hybrid"),
                 fusion=settings.get("semantic.fusion"),
                 keyword_share=settings.get("semantic.keyword_share"),
+                keyword_first=settings.get("semantic.keyword_first"),
                 rrf_k=settings.get("semantic.rrf_k"),
                 depth=settings.get("semantic.depth"),
                 embed_per_recall=settings.get("semantic.embed_per_recall"),
