@@ -22,7 +22,7 @@ from memory_mcp.index.search import fts_scores
 from memory_mcp.search.planner import gram_phrases, terms_of
 
 WORDS = """budget dinner banana bananas review reviews meeting meetings aaaa aaa anana deploy deployed
-servidor reunión añoranza camión CAMIÓN Ärger ÄRGER straße STRASSE σοφία ΣΟΦΊΑ İstanbul ıi Kelvin
+servidor reunión añoranza camión CAMIÓN Ärger ÄRGER straße STRASSE σοφία ΣΟΦΊΑ ΟΔΟΣ ΛΟΓΟΣ İstanbul ıi Kelvin
 \u212aelvin 회의 회의를 서버에서 배포했다 dog dogs cat 𐐀𐐨 ﬁle""".split()
 ENTITIES = ["billing-service", "alice", "김민수", "garcía"]
 

@@ -129,7 +129,8 @@ def _learn_folds(chars: set[str]) -> None:
     finally:
         probe.execute("DELETE FROM fold WHERE rowid = 1")
     _KNOWN.update(order)
-    like_lower = "".join(sorted(c for c in _KNOWN if c.lower() == chr(_FOLD[ord(c)])))
+    # Σ is left out: lower() makes it ς at the end of a word, where FTS5 folds it to σ as everywhere
+    like_lower = "".join(sorted(c for c in _KNOWN if c.lower() == chr(_FOLD[ord(c)]) and c != "\u03a3"))
     _NOT_LOWER[0] = re.compile("[^\\x00-\\x7f" + re.escape(like_lower) + "]") if like_lower else _NOT_LOWER[0]
 
 
@@ -193,33 +194,48 @@ def exact_bm25(
     marks = ",".join("?" * len(rowids))
     cur = conn.cursor()
     cur.row_factory = None
+    rows = cur.execute(f"SELECT id, c0, c1, c2 FROM {content} WHERE id IN ({marks})", rowids).fetchall()
+    if not rows:
+        return []
+    # each column of every candidate folded in one call, NUL-separated (folding keeps positions and NUL), and
+    # the phrases any candidate's column holds found once: most of the ~30 phrases are in no candidate's column
+    by_column: list[list[str]] = []
+    present: list[list[int]] = []
+    for j in range(1, 4):
+        joined = "\x00".join(r[j] if isinstance(r[j], str) else "" for r in rows)
+        if joined.count("\x00") != len(rows) - 1:
+            return None  # the tokenizer skips NUL, which would shift positions
+        folded_column = fts_fold(joined)
+        by_column.append(folded_column.split("\x00"))
+        present.append([i for i, p in enumerate(folded) if p in folded_column])  # no phrase holds NUL
+    columns = [(by_column[j], present[j], weights[j]) for j in range(3)]
+    wanted = sorted({i for _, held, _ in columns for i in held})
     # first every row's phrase frequencies: a phrase no candidate holds needs no IDF (its term is 0 everywhere),
     # which spares counting the rows of most whole phrases ("budget dinner cat review")
     found: list[tuple[int, float, list[tuple[int, float]]]] = []  # (rowid, length norm, [(phrase, f)])
-    for rowid, *columns in cur.execute(f"SELECT id, c0, c1, c2 FROM {content} WHERE id IN ({marks})", rowids):
-        texts = [fts_fold(c) if isinstance(c, str) else "" for c in columns]
-        if any("\x00" in t for t in texts):
-            return None  # the tokenizer skips NUL, which would shift positions
-        filled = [(t, w) for t, w in zip(texts, weights, strict=True) if len(t) > 2]
-        whole = "\x00".join(t for t, _ in filled)  # no phrase holds NUL: nothing matches across columns
-        freqs: list[tuple[int, float]] = []
-        for i, p in enumerate(folded):
-            if p not in whole:
-                continue
-            freq = 0.0
-            for text, weight in filled:
+    for n_row, row in enumerate(rows):
+        counts: dict[int, float] = {}
+        size = 0
+        for texts, held, weight in columns:
+            text = texts[n_row]
+            if len(text) <= 2:
+                continue  # no token: FTS5 sees nothing in this column
+            size += len(text) - 2
+            for i in held:
+                p = folded[i]
                 n = _count_overlapping(text, p) if overlaps[i] else text.count(p)
                 if not n:
                     continue
+                freq = counts.get(i, 0.0)
                 if integral:
                     freq += n * weight
                 else:  # FTS5 adds the column weight once per instance, in column order
                     for _ in range(n):
                         freq += weight
-            freqs.append((i, freq))
-        if freqs:
-            size = float(sum(len(t) - 2 for t, _ in filled))
-            found.append((rowid, K1 * (1 - B + B * size / stats.avgdl), freqs))
+                counts[i] = freq
+        if counts:
+            freqs = [(i, counts[i]) for i in wanted if i in counts]
+            found.append((row[0], K1 * (1 - B + B * float(size) / stats.avgdl), freqs))
     idf: dict[int, float] = {}
     for i in sorted({i for _, _, freqs in found for i, f in freqs if f}):
         n = stats.matching.get(folded[i])
