@@ -85,16 +85,32 @@ def memory_result(
 
 
 class _WideRows:
-    """The whole rows of the candidates that become results, read the first time one is needed."""
+    """The whole rows of the candidates that become results, read a page at a time in rank order.
+
+    A recall ranks ~100 candidates and builds 10-20 results, best first: the first row asked for brings the
+    next `PAGE` of its pool's ranking in one query (one query per row was ~5% of a recall).
+    """
+
+    PAGE = 24
 
     def __init__(self, conn: sqlite3.Connection) -> None:
         self._conn = conn
         self._rows: dict[int, ix.IndexedMemory] = {}
+        self._order: list[int] = []
+        self._at: dict[int, int] = {}
+
+    def rank_order(self, rowids: list[int]) -> None:
+        """This pool's candidates, best first (set once the pools are ranked together)."""
+        self._order = rowids
+        self._at = {rowid: n for n, rowid in enumerate(rowids)}
 
     def __call__(self, rowid: int) -> ix.IndexedMemory:
         row = self._rows.get(rowid)
         if row is None:
-            row = self._rows[rowid] = ix.memories_by_rowid(self._conn, [rowid])[rowid]
+            start = self._at.get(rowid)
+            page = [rowid] if start is None else self._order[start : start + self.PAGE]
+            self._rows.update(ix.memories_by_rowid(self._conn, [r for r in page if r not in self._rows]))
+            row = self._rows[rowid]
         return row
 
 
@@ -168,6 +184,7 @@ def rank(svc: ServiceState, pools: list[Pool], limit: int, lines: DeferredLines 
             pool.plan.candidates = {r: c for r, c in pool.plan.candidates.items() if r in cited[n]}
     now = svc.clock()
     scored: list[tuple[float, str, Callable[[], RecallResult], str]] = []  # (score, id, build, scope)
+    pages: list[tuple[_WideRows, str, dict[str, int]]] = []  # each memory pool's rows, scope, id → rowid
     for n, pool in enumerate(pools):
         cands, terms = pool.plan.candidates, pool.plan.terms
         if not cands:
@@ -198,6 +215,7 @@ def rank(svc: ServiceState, pools: list[Pool], limit: int, lines: DeferredLines 
         rows = ix.ranking_rows(conn, list(cands))
         heat = ix.heat_of(conn, [m.id for m in rows])
         wide = _WideRows(conn)
+        pages.append((wide, pool.scope, {m.id: m.rowid for m in rows}))
         k = svc.ranking
         for m in rows:
             c = cands[m.rowid]
@@ -227,6 +245,8 @@ def rank(svc: ServiceState, pools: list[Pool], limit: int, lines: DeferredLines 
             )
             scored.append((t.total, m.id, build, pool.scope))
     scored.sort(key=lambda x: (-x[0], x[1]))
+    for wide, scope_of_pool, rowid_of in pages:
+        wide.rank_order([rowid_of[rid] for _, rid, _, scope in scored if scope == scope_of_pool and rid in rowid_of])
     head = scored[:limit]
     keys = [result_key(scope, rid) for _, rid, _, scope in head]
     return Ranked([build for _, _, build, _ in head], [total for total, _, _, _ in head], keys)
