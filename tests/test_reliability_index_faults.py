@@ -7,6 +7,7 @@ Every case runs the real stdio server (`python -m memory_mcp`) and damages the r
 
 from __future__ import annotations
 
+import json
 import os
 import random
 import shutil
@@ -21,6 +22,7 @@ import anyio
 import mcp
 import pytest
 
+from memory_mcp.index import db as ix
 from memory_mcp.store.lock import StoreLock
 
 from .helpers import REPO, Tools, db_path, hand_memory, reconcile_of, server_env, stdio_tools, write_file
@@ -380,3 +382,85 @@ async def test_permissions_changing_under_running_servers(
     finally:
         conn.close()
     verify_clean(root)
+
+
+# ---------------------------------------------------------------- the check a clean close spares
+
+
+def _clean_record(db: Path) -> Path:
+    return db.with_name(db.name + "-clean")
+
+
+def _zero_unused_page(db: Path) -> None:
+    """Zero the root page of `doc_files` (no document sources here): only an integrity check reads it."""
+    conn = sqlite3.connect(db)
+    try:
+        page = conn.execute("SELECT rootpage FROM sqlite_master WHERE name = 'doc_files'").fetchone()[0]
+        size = conn.execute("PRAGMA page_size").fetchone()[0]
+    finally:
+        conn.close()
+    before = db.stat()
+    with db.open("r+b") as fh:
+        fh.seek((page - 1) * size)
+        fh.write(b"\x00" * size)
+    os.utime(db, ns=(before.st_atime_ns, before.st_mtime_ns))  # same size, same mtime: only ctime moved
+
+
+def _recall_json(root: Path, word: str) -> dict:
+    done = cli(root, "recall", word, "--json")
+    assert done.returncode == 0, done.stderr
+    return json.loads(done.stdout)
+
+
+def test_damage_after_a_clean_close_is_found_even_with_size_and_mtime_restored(tmp_path: Path) -> None:
+    root = tmp_path / "store"
+    ids = _seed(root)
+    db = db_path(root)
+    assert _clean_record(db).is_file()  # the CLI call closed cleanly
+    _zero_unused_page(db)
+    answer = _recall_json(root, TOKENS[2])
+    rec = answer["index"]["reconcile"]
+    assert rec["rebuilt"] is True and rec["rebuild_reason"].startswith(
+        ("index failed quick_check", "index unreadable")
+    ), rec
+    assert [r["id"] for r in answer["results"]][:1] == [ids[TOKENS[2]]]
+    # rebuilt and closed cleanly again: the next call opens it without a rebuild
+    assert reconcile_of(_recall_json(root, TOKENS[3]))["rebuilt"] is False
+
+
+def test_a_file_as_recorded_at_a_clean_close_is_opened_without_the_integrity_check(tmp_path: Path) -> None:
+    # the same damage, with the record forged to match: the open trusts the record (the check is skipped),
+    # which is what spares a one-shot call ~40 ms at 10k memories; reading the damaged page would still fail
+    root = tmp_path / "store"
+    ids = _seed(root)
+    db = db_path(root)
+    _zero_unused_page(db)
+    st = db.stat()
+    _clean_record(db).write_text(f"{st.st_dev} {st.st_ino} {st.st_size} {st.st_mtime_ns} {st.st_ctime_ns}\n")
+    answer = _recall_json(root, TOKENS[1])
+    assert reconcile_of(answer)["rebuilt"] is False
+    assert [r["id"] for r in answer["results"]][:1] == [ids[TOKENS[1]]]
+
+
+def test_a_write_since_or_a_log_left_behind_voids_the_clean_record(tmp_path: Path) -> None:
+    root = tmp_path / "store"
+    _seed(root)
+    db = db_path(root)
+    assert ix.closed_cleanly(db)
+    # another program writes and closes: the file is no longer as recorded
+    other = sqlite3.connect(db)
+    other.execute("INSERT OR REPLACE INTO meta (key, value) VALUES ('other program', 'was here')")
+    other.commit()
+    other.close()
+    assert not ix.closed_cleanly(db)
+    answer = _recall_json(root, TOKENS[0])  # checked, found sound, used; closed cleanly again
+    assert reconcile_of(answer)["rebuilt"] is False
+    assert ix.closed_cleanly(db)
+    # a writer still holding the file (as a crashed one leaves it): its write-ahead log voids the record
+    holder = ix.connect(db)
+    ix.set_meta(holder, "held", "yes")
+    try:
+        assert db.with_name(db.name + "-wal").stat().st_size > 0
+        assert not ix.closed_cleanly(db)
+    finally:
+        holder.close()

@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import hashlib
 import json
+import os
 import sqlite3
 from collections.abc import Iterable, Iterator
 from contextlib import contextmanager
@@ -197,8 +198,11 @@ def migrate(conn: sqlite3.Connection) -> None:
             conn.execute("UPDATE meta SET value = ? WHERE key = 'schema_version'", (str(version),))
 
 
-def schema_problem(conn: sqlite3.Connection) -> str | None:
-    """Why this connection's database cannot be used as our index, or None when it can."""
+def schema_problem(conn: sqlite3.Connection, integrity: bool = True) -> str | None:
+    """Why this connection's database cannot be used as our index, or None when it can.
+
+    `integrity=False` leaves out `PRAGMA quick_check` (it reads every page: ~40 ms of a one-shot call at 10k
+    memories), for a file exactly as a clean close left it (`closed_cleanly`)."""
     try:
         row = conn.execute("SELECT value FROM meta WHERE key = 'schema_version'").fetchone()
         if row is None:
@@ -208,7 +212,7 @@ def schema_problem(conn: sqlite3.Connection) -> str | None:
         conn.execute("SELECT count(*) FROM memories").fetchone()
         conn.execute("SELECT count(*) FROM fts_word WHERE fts_word MATCH 'x'").fetchone()
         conn.execute("SELECT count(*) FROM fts_tri WHERE fts_tri MATCH 'xyz'").fetchone()
-        quick = conn.execute("PRAGMA quick_check").fetchone()[0]
+        quick = conn.execute("PRAGMA quick_check").fetchone()[0] if integrity else "ok"
         if quick != "ok":
             return f"index failed quick_check: {quick}"
     except (sqlite3.DatabaseError, ValueError) as exc:
@@ -224,8 +228,58 @@ def create_schema(conn: sqlite3.Connection) -> None:
     )
 
 
+def _clean_stamp_path(path: Path) -> Path:
+    return path.with_name(path.name + "-clean")
+
+
+def _identity(path: Path) -> str | None:
+    # ctime too: no tool sets it back, so a file rewritten with its old size and mtime restored still differs
+    try:
+        st = path.stat()
+    except OSError:
+        return None
+    return f"{st.st_dev} {st.st_ino} {st.st_size} {st.st_mtime_ns} {st.st_ctime_ns}"
+
+
+def _no_wal(path: Path) -> bool:
+    try:
+        return path.with_name(path.name + "-wal").stat().st_size == 0
+    except FileNotFoundError:
+        return True
+    except OSError:
+        return False
+
+
+def mark_closed_cleanly(path: Path) -> None:
+    """After this process's last connection to the index file closed: record the file as SQLite left it.
+
+    Only when no write-ahead log remains (another connection still open, or a checkpoint that did not finish,
+    leaves one); a store that cannot be written keeps no record, and then the next open checks as before."""
+    if not _no_wal(path) or (identity := _identity(path)) is None:
+        return
+    stamp = _clean_stamp_path(path)
+    part = stamp.with_name(stamp.name + ".part")
+    try:
+        part.write_text(identity + "\n", encoding="ascii")
+        os.replace(part, stamp)
+    except OSError:
+        pass
+
+
+def closed_cleanly(path: Path) -> bool:
+    """Whether the index file is byte for byte as a clean close left it (`mark_closed_cleanly`), with no log to replay.
+
+    Any write since (this or another process), a crash with a write-ahead log, a replaced, truncated or
+    overwritten file changes its identity: only then does opening it pay for the full integrity check."""
+    try:
+        recorded = _clean_stamp_path(path).read_text(encoding="ascii").strip()
+    except (OSError, UnicodeDecodeError):
+        return False
+    return _no_wal(path) and recorded == _identity(path)
+
+
 def remove_files(path: Path) -> None:
-    for suffix in ("", "-wal", "-shm", "-journal"):
+    for suffix in ("-clean", "", "-wal", "-shm", "-journal"):
         target = path.with_name(path.name + suffix)
         try:
             target.unlink()

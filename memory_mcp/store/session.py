@@ -121,10 +121,11 @@ class StoreSession:
         path = self.store.db_path
         reason: str | None = None
         if path.exists():
+            clean = ix.closed_cleanly(path)  # before connecting: opening creates the write-ahead log
             try:
                 conn = ix.connect(path)
                 ix.migrate(conn)
-                reason = ix.schema_problem(conn)
+                reason = ix.schema_problem(conn, integrity=not clean)
             except sqlite3.DatabaseError as exc:
                 conn, reason = None, f"index unreadable: {exc}"
             if reason is None:
@@ -203,8 +204,13 @@ class StoreSession:
             self._watch.close()
             self._quiet_baseline = None
             if self._conn is not None:
+                # the file as this session's last call left it (nobody else wrote or damaged it since) may be
+                # recorded as cleanly closed once the connection is gone, which spares the next open its check
+                untouched = self.index_in_memory is None and self._file_stamp() == self._db_stamp
                 self._conn.close()
                 self._conn = None
+                if untouched:
+                    ix.mark_closed_cleanly(self.store.db_path)
 
     # ------------------------------------------------------------ the reconcile-first rule
 
