@@ -384,11 +384,7 @@ async def test_permissions_changing_under_running_servers(
     verify_clean(root)
 
 
-# ---------------------------------------------------------------- the check a clean close spares
-
-
-def _clean_record(db: Path) -> Path:
-    return db.with_name(db.name + "-clean")
+# ---------------------------------------------------------------- the check a recorded sound state spares
 
 
 def _zero_unused_page(db: Path) -> None:
@@ -412,11 +408,11 @@ def _recall_json(root: Path, word: str) -> dict:
     return json.loads(done.stdout)
 
 
-def test_damage_after_a_clean_close_is_found_even_with_size_and_mtime_restored(tmp_path: Path) -> None:
+def test_damage_after_a_call_is_found_even_with_size_and_mtime_restored(tmp_path: Path) -> None:
     root = tmp_path / "store"
     ids = _seed(root)
     db = db_path(root)
-    assert _clean_record(db).is_file()  # the CLI call closed cleanly
+    assert ix.as_recorded(db)  # the CLI call recorded the file as it left it
     _zero_unused_page(db)
     answer = _recall_json(root, TOKENS[2])
     rec = answer["index"]["reconcile"]
@@ -424,43 +420,42 @@ def test_damage_after_a_clean_close_is_found_even_with_size_and_mtime_restored(t
         ("index failed quick_check", "index unreadable")
     ), rec
     assert [r["id"] for r in answer["results"]][:1] == [ids[TOKENS[2]]]
-    # rebuilt and closed cleanly again: the next call opens it without a rebuild
+    # rebuilt and recorded again: the next call opens it without a rebuild
     assert reconcile_of(_recall_json(root, TOKENS[3]))["rebuilt"] is False
 
 
-def test_a_file_as_recorded_at_a_clean_close_is_opened_without_the_integrity_check(tmp_path: Path) -> None:
+def test_a_file_as_a_sound_session_left_it_is_opened_without_the_integrity_check(tmp_path: Path) -> None:
     # the same damage, with the record forged to match: the open trusts the record (the check is skipped),
     # which is what spares a one-shot call ~40 ms at 10k memories; reading the damaged page would still fail
     root = tmp_path / "store"
     ids = _seed(root)
     db = db_path(root)
     _zero_unused_page(db)
-    st = db.stat()
-    _clean_record(db).write_text(f"{st.st_dev} {st.st_ino} {st.st_size} {st.st_mtime_ns} {st.st_ctime_ns}\n")
+    ix.record_sound(db)
     answer = _recall_json(root, TOKENS[1])
     assert reconcile_of(answer)["rebuilt"] is False
     assert [r["id"] for r in answer["results"]][:1] == [ids[TOKENS[1]]]
 
 
-def test_a_write_since_or_a_log_left_behind_voids_the_clean_record(tmp_path: Path) -> None:
+def test_a_write_by_anything_else_voids_the_record(tmp_path: Path) -> None:
     root = tmp_path / "store"
     _seed(root)
     db = db_path(root)
-    assert ix.closed_cleanly(db)
+    assert ix.as_recorded(db)
     # another program writes and closes: the file is no longer as recorded
     other = sqlite3.connect(db)
     other.execute("INSERT OR REPLACE INTO meta (key, value) VALUES ('other program', 'was here')")
     other.commit()
     other.close()
-    assert not ix.closed_cleanly(db)
-    answer = _recall_json(root, TOKENS[0])  # checked, found sound, used; closed cleanly again
+    assert not ix.as_recorded(db)
+    answer = _recall_json(root, TOKENS[0])  # checked, found sound, used; recorded again
     assert reconcile_of(answer)["rebuilt"] is False
-    assert ix.closed_cleanly(db)
-    # a writer still holding the file (as a crashed one leaves it): its write-ahead log voids the record
+    assert ix.as_recorded(db)
+    # a writer still holding the file (as a crashed one leaves it): its write-ahead log moved, the record is void
     holder = ix.connect(db)
     ix.set_meta(holder, "held", "yes")
     try:
         assert db.with_name(db.name + "-wal").stat().st_size > 0
-        assert not ix.closed_cleanly(db)
+        assert not ix.as_recorded(db)
     finally:
         holder.close()

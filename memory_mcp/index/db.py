@@ -201,8 +201,8 @@ def migrate(conn: sqlite3.Connection) -> None:
 def schema_problem(conn: sqlite3.Connection, integrity: bool = True) -> str | None:
     """Why this connection's database cannot be used as our index, or None when it can.
 
-    `integrity=False` leaves out `PRAGMA quick_check` (it reads every page: ~40 ms of a one-shot call at 10k
-    memories), for a file exactly as a clean close left it (`closed_cleanly`)."""
+    `integrity=False` leaves out `PRAGMA quick_check` (it reads every page: ~30-40 ms of a one-shot call at 10k
+    memories), for a file exactly as a session that found it sound left it (`as_recorded`)."""
     try:
         row = conn.execute("SELECT value FROM meta WHERE key = 'schema_version'").fetchone()
         if row is None:
@@ -228,58 +228,61 @@ def create_schema(conn: sqlite3.Connection) -> None:
     )
 
 
-def _clean_stamp_path(path: Path) -> Path:
-    return path.with_name(path.name + "-clean")
+def _record_path(path: Path) -> Path:
+    return path.with_name(path.name + "-sound")
 
 
 def _identity(path: Path) -> str | None:
-    # ctime too: no tool sets it back, so a file rewritten with its old size and mtime restored still differs
-    try:
-        st = path.stat()
-    except OSError:
-        return None
-    return f"{st.st_dev} {st.st_ino} {st.st_size} {st.st_mtime_ns} {st.st_ctime_ns}"
+    """The index file and its write-ahead log as they are on disk: device, inode, size, mtime, ctime of each.
+
+    ctime too: no tool sets it back, so a file rewritten with its old size and mtime restored still differs."""
+    parts: list[str] = []
+    for p in (path, path.with_name(path.name + "-wal")):
+        try:
+            st = p.stat()
+        except FileNotFoundError:
+            parts.append("-")
+            continue
+        except OSError:
+            return None
+        parts.append(f"{st.st_dev}:{st.st_ino}:{st.st_size}:{st.st_mtime_ns}:{st.st_ctime_ns}")
+    return parts[0] if parts[0] == "-" else " ".join(parts)
 
 
-def _no_wal(path: Path) -> bool:
-    try:
-        return path.with_name(path.name + "-wal").stat().st_size == 0
-    except FileNotFoundError:
-        return True
-    except OSError:
-        return False
+def record_sound(path: Path, last: str | None = None) -> str | None:
+    """Record the index file (and its log) as a session that found it sound leaves it, unless `last` (what this
+    session recorded before) already says so; returns what is recorded now.
 
-
-def mark_closed_cleanly(path: Path) -> None:
-    """After this process's last connection to the index file closed: record the file as SQLite left it.
-
-    Only when no write-ahead log remains (another connection still open, or a checkpoint that did not finish,
-    leaves one); a store that cannot be written keeps no record, and then the next open checks as before."""
-    if not _no_wal(path) or (identity := _identity(path)) is None:
-        return
-    stamp = _clean_stamp_path(path)
-    part = stamp.with_name(stamp.name + ".part")
+    Called at the end of every call that met no database error (the store's write lock held) and after a
+    session's connection closed: every state recorded is one our own checked work led to. A store that cannot
+    be written keeps no record, and then the next open checks as before."""
+    identity = _identity(path)
+    if identity is None or identity == "-" or identity == last:
+        return last
+    record = _record_path(path)
+    part = record.with_name(f"{record.name}.{os.getpid()}.part")  # two processes never share a half-written one
     try:
         part.write_text(identity + "\n", encoding="ascii")
-        os.replace(part, stamp)
+        os.replace(part, record)
     except OSError:
-        pass
+        return last
+    return identity
 
 
-def closed_cleanly(path: Path) -> bool:
-    """Whether the index file is byte for byte as a clean close left it (`mark_closed_cleanly`), with no log to replay.
+def as_recorded(path: Path) -> bool:
+    """Whether the index file and its log are exactly as `record_sound` last recorded them.
 
-    Any write since (this or another process), a crash with a write-ahead log, a replaced, truncated or
-    overwritten file changes its identity: only then does opening it pay for the full integrity check."""
+    Any write since by something else, a crash mid-call, a replaced, copied, truncated or overwritten file
+    changes the identity: only then does opening it pay for the full integrity check."""
     try:
-        recorded = _clean_stamp_path(path).read_text(encoding="ascii").strip()
+        recorded = _record_path(path).read_text(encoding="ascii").strip()
     except (OSError, UnicodeDecodeError):
         return False
-    return _no_wal(path) and recorded == _identity(path)
+    return recorded == _identity(path)
 
 
 def remove_files(path: Path) -> None:
-    for suffix in ("-clean", "", "-wal", "-shm", "-journal"):
+    for suffix in ("-sound", "", "-wal", "-shm", "-journal"):
         target = path.with_name(path.name + suffix)
         try:
             target.unlink()

@@ -60,6 +60,7 @@ class StoreSession:
         # (inode, size, mtime_ns) of the index file when this session last let go of it: a change seen at the
         # next call means another process checkpointed it, or something damaged it (then it is re-checked)
         self._db_stamp: tuple[int, int, int] | None = None
+        self._recorded: str | None = None  # what this session last recorded of the index file (`ix.record_sound`)
         # set when the index file cannot be used (read-only .index/, read-only disk): why, for every answer
         self.index_in_memory: str | None = None
         self._index_dir_probe: tuple | None = None
@@ -121,11 +122,11 @@ class StoreSession:
         path = self.store.db_path
         reason: str | None = None
         if path.exists():
-            clean = ix.closed_cleanly(path)  # before connecting: opening creates the write-ahead log
+            sound = ix.as_recorded(path)  # before connecting: opening may create or replay the write-ahead log
             try:
                 conn = ix.connect(path)
                 ix.migrate(conn)
-                reason = ix.schema_problem(conn, integrity=not clean)
+                reason = ix.schema_problem(conn, integrity=not sound)
             except sqlite3.DatabaseError as exc:
                 conn, reason = None, f"index unreadable: {exc}"
             if reason is None:
@@ -204,13 +205,13 @@ class StoreSession:
             self._watch.close()
             self._quiet_baseline = None
             if self._conn is not None:
-                # the file as this session's last call left it (nobody else wrote or damaged it since) may be
-                # recorded as cleanly closed once the connection is gone, which spares the next open its check
+                # the file as this session's last call left it (nobody else wrote or damaged it since) is recorded
+                # again once the connection is gone (closing checkpoints it), which spares the next open its check
                 untouched = self.index_in_memory is None and self._file_stamp() == self._db_stamp
                 self._conn.close()
                 self._conn = None
                 if untouched:
-                    ix.mark_closed_cleanly(self.store.db_path)
+                    self._recorded = ix.record_sound(self.store.db_path)
 
     # ------------------------------------------------------------ the reconcile-first rule
 
@@ -222,13 +223,21 @@ class StoreSession:
             with self._store_lock:
                 report = self._reconcile_first()
                 self._reconcile_documents()
+                damaged = False
                 try:
                     yield report
                 except OSError as exc:
                     # a read-only store, a full disk, a file removed under us: say so instead of a bare failure
                     raise StoreAccessError(_access_message(exc, self.store)) from exc
+                except sqlite3.DatabaseError:
+                    damaged = True
+                    raise
                 finally:
                     self._db_stamp = self._file_stamp() if self.index_in_memory is None else None
+                    if not damaged and self.index_in_memory is None:
+                        # the index as this call left it, found sound: the next process to open it may skip its
+                        # integrity check while nothing else touches it (written only when it changed)
+                        self._recorded = ix.record_sound(self.store.db_path, self._recorded)
 
     def _reconcile_first(self) -> ReconcileReport:
         for attempt in (1, 2):
