@@ -127,27 +127,23 @@ def test_a_nested_atomic_is_a_savepoint(conn: sqlite3.Connection) -> None:
     assert "Outer" in titles and "Inner" not in titles
 
 
-def test_once_all_terms_fills_the_leg_the_trigram_leg_wants_every_term_too(tmp_path: Path) -> None:
+def test_once_all_terms_found_enough_the_trigram_leg_is_left_out(tmp_path: Path) -> None:
     c = db.connect(tmp_path / "full.sqlite3")
     db.create_schema(c)
     with db.atomic(c):
-        for n in range(70):  # more than a leg's depth (60) hold both words, in long notes (lower trigram scores)
-            db.put_memory(
-                c,
-                f"memories/f{n}.md",
-                _memory(f"F{n}", f"Note {n}", "The ferry left the harbour. " + "Long filler text. " * 30),
-                [],
-            )
+        for n in range(30):  # more than asked for hold both words
+            db.put_memory(c, f"memories/f{n}.md", _memory(f"F{n}", f"Note {n}", "The ferry left the harbour."), [])
         # both words only inside longer ones: no word match, a substring match of each
         db.put_memory(c, "memories/c.md", _memory("C", "Superferry at the seaharbour", "Glued words."), [])
-        # one word many times: under an OR of single terms its trigram score would beat most
-        db.put_memory(c, "memories/o.md", _memory("O", "Ferry", "ferry ferry ferry ferry ferry ferry"), [])
     plan = plan_and_fetch(c, "ferry harbour", Filters(), want=10)
-    assert "trigram-all-terms" in plan.legs
-    assert "C" in _ids(c, plan)  # substrings of every term still count
-    assert "O" not in _ids(c, plan)  # one term alone no longer enters once the full matches filled the leg
-    few = plan_and_fetch(c, "ferry seaharbour", Filters(), want=10)  # nothing holds both words: the OR stays
-    assert "trigram" in few.legs and "trigram-all-terms" not in few.legs
+    assert plan.legs == ["all-terms", "trigram-grams"]
+    assert "C" not in _ids(c, plan) and len(plan.candidates) == 30
+    # asked for more than all-terms found: the substrings fill up, as any-term does
+    more = plan_and_fetch(c, "ferry harbour", Filters(), want=40)
+    assert "trigram" in more.legs and "C" in _ids(c, more)
+    # a single term keeps its trigram leg whatever the word leg found (compounds need it)
+    one = plan_and_fetch(c, "harbour", Filters(), want=10)
+    assert "trigram" in one.legs and "C" in _ids(c, one)
     c.close()
 
 

@@ -6,8 +6,8 @@ string, so quotes, AND, `*` and parentheses are just text. Legs:
 - word FTS5 (unicode61, diacritics removed) with prefix matching on a light stem, so Korean particles
   and verb endings (보안을 끄는 → 보안*, 끄*) and English plurals are absorbed; all terms first, any
   term when all-terms found fewer results than asked for;
-- trigram FTS5 for substrings and the whole phrase; once all-terms alone found a full leg, every term as a
-  substring (AND) or the whole phrase;
+- trigram FTS5 for substrings and the whole phrase, unless all-terms alone found as many results as asked
+  for (a query of two or more terms): the any-term rule again;
 - LIKE for terms of one or two characters that trigrams cannot see.
 """
 
@@ -95,24 +95,10 @@ def trigram_phrases(terms: list[Term], phrase: str) -> list[str]:
     return sorted(parts)
 
 
-def trigram_match(terms: list[Term], phrase: str, all_terms: bool = False) -> str | None:
-    """The OR of `trigram_phrases`, or None when there is none.
-
-    `all_terms`: every term (any of its forms) AND-ed, OR the whole phrase: rows holding all the terms as
-    substrings, as the word leg's all-terms mode (terms too short for a trigram are left out)."""
-    if not all_terms or len(terms) < 2:
-        parts = trigram_phrases(terms, phrase)
-        return " OR ".join(_quote(p) for p in parts) if parts else None
-    groups: list[str] = []
-    for t in terms:
-        forms = sorted({f for f in (t.text, t.stem, *t.variants) if len(f) >= 3})
-        if forms:
-            groups.append(_quote(forms[0]) if len(forms) == 1 else "(" + " OR ".join(map(_quote, forms)) + ")")
-    if not groups:
-        return None
-    folded_phrase = " ".join(fold(w) for w in _WORD.findall(phrase))
-    expr = " AND ".join(groups)
-    return f"({expr}) OR {_quote(folded_phrase)}" if len(folded_phrase) >= 3 else expr
+def trigram_match(terms: list[Term], phrase: str) -> str | None:
+    """The OR of `trigram_phrases`, or None when there is none."""
+    parts = trigram_phrases(terms, phrase)
+    return " OR ".join(_quote(p) for p in parts) if parts else None
 
 
 def gram_phrases(terms: list[Term], phrase: str, gram_min_len: int = DEFAULT.gram_min_len) -> list[str]:
@@ -228,10 +214,11 @@ def plan_and_fetch(
 
     hits = run_fts(corpus.word, word_match(terms, all_terms=True))
     plan.legs.append("all-terms")
-    # all-terms alone filled the leg: the trigram leg then also wants every term (as a substring), or the phrase.
-    # Its OR of single terms would score thousands of rows holding one of them (most of a recall's time on a
-    # 4-word query at 10k) only to offer candidates that coverage ranks below the full ones
-    trigram_all = len(hits) >= depth
+    # every term found as a word in as many memories as asked for: substrings inside other words and rows holding
+    # one term alone are not needed to fill the answer. Their trigram OR was most of a recall's time (it scores
+    # every row holding any term: thousands on a 4-word query at 10k), and leaving it out measured no worse on
+    # either benchmark (docs/benchmarks.md). A single term keeps it: one phrase is cheap, and compounds need it
+    full = len(terms) > 1 and len(hits) >= want
     if len(hits) < want and len(terms) > 1:
         plan.legs.append("any-term")
         seen = {r for r, _ in hits}
@@ -240,9 +227,9 @@ def plan_and_fetch(
         hits += extra
     for rowid, s in hits:
         plan.candidates.setdefault(rowid, Candidate(rowid)).word = max(s, 0.0)
-    tri_expr = trigram_match(terms, query, all_terms=trigram_all)
+    tri_expr = None if full else trigram_match(terms, query)
     if tri_expr:
-        plan.legs.append("trigram-all-terms" if trigram_all and len(terms) > 1 else "trigram")
+        plan.legs.append("trigram")
         for rowid, s in run_fts(corpus.trigram, tri_expr):
             plan.candidates.setdefault(rowid, Candidate(rowid)).trigram = max(s, 0.0)
     grams = gram_phrases(terms, query, k.gram_min_len)
