@@ -259,11 +259,16 @@ def record_sound(path: Path, last: str | None = None) -> str | None:
     identity = _identity(path)
     if identity is None or identity == "-" or identity == last:
         return last
-    record = _record_path(path)
-    part = record.with_name(f"{record.name}.{os.getpid()}.part")  # two processes never share a half-written one
+    # written in place, not through a renamed copy (10 µs, not 240, on every call that changed the index): a torn
+    # or half-written record (a crash, two closing processes at once) only fails to match, and the next open checks
+    data = (identity + "\n").encode("ascii")
     try:
-        part.write_text(identity + "\n", encoding="ascii")
-        os.replace(part, record)
+        fd = os.open(_record_path(path), os.O_WRONLY | os.O_CREAT | getattr(os, "O_BINARY", 0), 0o644)
+        try:
+            os.write(fd, data)
+            os.ftruncate(fd, len(data))
+        finally:
+            os.close(fd)
     except OSError:
         return last
     return identity
