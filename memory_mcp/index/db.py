@@ -237,9 +237,10 @@ def _identity(path: Path) -> str | None:
 
     ctime too: no tool sets it back, so a file rewritten with its old size and mtime restored still differs."""
     parts: list[str] = []
-    for p in (path, path.with_name(path.name + "-wal")):
+    base = os.fspath(path)
+    for p in (base, base + "-wal"):  # plain strings: this runs at the end of every call
         try:
-            st = p.stat()
+            st = os.stat(p)
         except FileNotFoundError:
             parts.append("-")
             continue
