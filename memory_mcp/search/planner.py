@@ -218,8 +218,9 @@ def plan_and_fetch(
     # one term alone are not needed to fill the answer. Their trigram OR was most of a recall's time (it scores
     # every row holding any term: thousands on a 4-word query at 10k), and leaving it out measured no worse on
     # either benchmark (docs/benchmarks.md). A single term keeps it: one phrase is cheap, and compounds need it
-    full = len(terms) > 1 and len(hits) >= want
-    if len(hits) < want and len(terms) > 1:
+    several = len(terms) > 1
+    full = several and len(hits) >= want
+    if several and not full:
         plan.legs.append("any-term")
         seen = {r for r, _ in hits}
         # all-terms hits keep their rank above any-term hits: they are placed first with their score
