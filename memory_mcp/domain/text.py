@@ -79,6 +79,7 @@ class Term:
     text: str  # the folded term as typed
     stem: str  # prefix the word leg searches with
     variants: list[str] = field(default_factory=list)  # dictionary expansions (canonical entities)
+    root: str | None = None  # English verb root (`verb_root`): a substring for the trigram leg and coverage
 
 
 def stem(term: str) -> str:
@@ -94,6 +95,31 @@ def stem(term: str) -> str:
     if len(term) > 3 and term.endswith("s") and not term.endswith(("ss", "us", "is")):
         return term[:-1]
     return term
+
+
+_VOWELS = frozenset("aeiouy")
+
+
+def verb_root(term: str) -> str | None:
+    """The root of an English verb in -ed/-ing (`painted → paint`, `vacationed → vacation`, `travelling →
+    travel`, `married → marri`), or None. Planner only: the trigram leg and coverage look for it as a
+    substring, so "painted" meets "painting" and "camped" meets "camping"; the word leg keeps `stem` (as a
+    prefix, `worked → work*` brought every "work" turn above the answer: measured, docs/benchmarks.md).
+
+    Only ASCII words whose root keeps four letters and a vowel (`wedding → wedd`, never `wed`), and not
+    `-eed` (`indeed`, `proceed`). The conflict gate keeps `stem`.
+    """
+    if not term.isascii() or not term.isalpha() or term.endswith("eed"):
+        return None
+    for suffix in ("ing", "ed"):
+        if not term.endswith(suffix):
+            continue
+        root = term[: -len(suffix)]
+        if len(root) >= 5 and root[-1] == root[-2] and root[-1] not in _VOWELS:
+            root = root[:-1]  # travelled → travel, swimming → swim
+        if len(root) >= 4 and _VOWELS & set(root):
+            return root
+    return None
 
 
 def clip(text: str, limit: int) -> str:

@@ -19,7 +19,7 @@ from dataclasses import dataclass, field
 
 from ..canon.dictionary import EntityDictionary
 from ..domain.ranking import DEFAULT, RankingConstants
-from ..domain.text import Term, fold, stem
+from ..domain.text import Term, fold, stem, verb_root
 from ..index.bm25 import exact_bm25
 from ..index.search import any_in_state, fts_scores, like_rowids
 
@@ -40,7 +40,7 @@ def terms_of(query: str, dictionary: EntityDictionary | None = None) -> list[Ter
     for w in words:
         w = w.replace("_", "")
         if w and w not in seen:
-            seen[w] = Term(text=w, stem=stem(w))
+            seen[w] = Term(text=w, stem=stem(w), root=verb_root(w))
     terms = list(seen.values())
     if dictionary is not None:
         for canonical in dictionary.expand_query_terms([t.text for t in terms]):
@@ -78,15 +78,18 @@ STOPWORDS = frozenset(
     on at for with and or but by from about as has have had his her hers their theirs them they he she it its this
     that these those i you we my your our me us not no can could would should will shall may might than then there
     here into onto over under up down out off so if just also any some all each other such only own same too very s
+    kind kinds type types sort sorts many much often ever still yet likely
     t que qué cuando cuándo donde dónde quien quién como cómo cual cuál el la los las un una unos unas de del y o en
     por para con es son fue era su sus lo le les se al""".split()
 )
 
 
 def trigram_phrases(terms: list[Term], phrase: str) -> list[str]:
-    """The whole terms, their stems, their dictionary variants and the phrase: what the trigram leg retrieves."""
+    """The whole terms, their stems, verb roots and dictionary variants and the phrase: what the trigram leg
+    retrieves."""
     parts = {t.text for t in terms if len(t.text) >= 3}
     parts |= {t.stem for t in terms if len(t.stem) >= 3}
+    parts |= {t.root for t in terms if t.root}
     for t in terms:
         parts |= {v for v in t.variants if len(v) >= 3}
     folded_phrase = " ".join(fold(w) for w in _WORD.findall(phrase))
@@ -273,7 +276,7 @@ def coverage(terms: list[Term], folded_text: str) -> float:
         return 0.0
     found = 0
     for t in terms:
-        options = [t.stem, *t.variants, *(v.replace("-", " ") for v in t.variants)]
+        options = [t.stem, *t.variants, *(v.replace("-", " ") for v in t.variants), t.root]
         if any(o and o in folded_text for o in options):
             found += 1
     return found / len(terms)
