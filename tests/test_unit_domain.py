@@ -15,7 +15,8 @@ from memory_mcp.domain.errors import InputError, TransitionError
 from memory_mcp.domain.lifecycle import check_editable, check_purge, check_transition
 from memory_mcp.domain.models import State
 from memory_mcp.domain.ranking import DEFAULT, age_days, freshness, heat, score_parts, score_total, text_score
-from memory_mcp.domain.text import clip, fold, stem
+from memory_mcp.domain.text import clip, fold, stem, verb_root
+from memory_mcp.search.planner import coverage, terms_of, trigram_phrases
 
 A, R, D = State.ACTIVE, State.ARCHIVED, State.DEPRECATED
 OK = None
@@ -137,6 +138,43 @@ def test_fold_ignores_case_width_and_accents_but_keeps_hangul(text: str, folded:
 )
 def test_stem_strips_plurals_and_korean_particles(word: str, stemmed: str) -> None:
     assert stem(word) == stemmed
+
+
+@pytest.mark.parametrize(
+    ("word", "root"),
+    [
+        ("painted", "paint"),
+        ("vacationed", "vacation"),
+        ("camping", "camp"),
+        ("travelling", "travel"),
+        ("swimming", "swim"),
+        ("wedding", "wedd"),  # never "wed": that prefix is Wednesday
+        ("indeed", None),
+        ("during", None),
+        ("being", None),
+        ("bed", None),
+        ("café", None),
+        ("보안을", None),
+    ],
+)
+def test_verb_root_strips_english_ed_and_ing_only_when_a_root_remains(word: str, root: str | None) -> None:
+    assert verb_root(word) == root
+
+
+def test_a_verb_ending_still_meets_the_word_in_another_form() -> None:
+    terms = terms_of("Where has Melanie camped?")
+    # the word leg keeps the form as typed; the trigram leg and coverage look for the root as well
+    assert [t.stem for t in terms if t.text == "camped"] == ["camped"]
+    assert "camp" in trigram_phrases(terms, "Where has Melanie camped?")
+    assert coverage(terms, fold("Melanie: we went camping by the lake")) == 1.0
+    assert coverage(terms, fold("Melanie: thanks for the kind words")) == 0.5
+
+
+def test_question_frame_words_do_not_count_for_coverage() -> None:
+    terms = terms_of("What kind of art does Caroline make?")
+    answer = coverage(terms, fold("Caroline: my art is about identity"))
+    chatter = coverage(terms, fold("Caroline: thanks for your kind words"))
+    assert answer > chatter
 
 
 def test_clip_marks_what_it_cut() -> None:
