@@ -267,8 +267,10 @@ def main(argv: list[str] | None = None) -> int:
                 f"index {timing['index_s']} s, {len(scored)} questions in {timing['recall_s']} s ===")  # fmt: skip
             tables = {"all": table(scored)}
             if args.split == "all":
-                tables["dev"] = table([s for s in scored if s.question.store in DEV])
-                tables["test"] = table([s for s in scored if s.question.store in TEST])
+                for half, names in (("dev", DEV), ("test", TEST)):
+                    rows = [s for s in scored if s.question.store in names]
+                    if rows:  # a file without the split's conversations has no half to show
+                        tables[half] = table(rows)
             for half, rows in tables.items():
                 print_table(f"{granularity}, {half} conversations", rows)
             published = {mode: figs for (g, mode), figs in PUBLISHED.items() if g == granularity}
