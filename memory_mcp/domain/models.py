@@ -68,7 +68,8 @@ def first_paragraph(body: str, limit: int = 320) -> str:
 
 @dataclass(frozen=True)
 class Progress:
-    """How far a long operation is: `done` of `total` items in `stage` ("index" files, "embed" memories)."""
+    """How far a long operation is: `done` of `total` items in `stage` ("index" files, "embed" or "import"
+    memories)."""
 
     stage: str
     done: int
@@ -77,7 +78,7 @@ class Progress:
 
     @property
     def message(self) -> str:
-        what = "files indexed" if self.stage == "index" else "memories embedded"
+        what = {"index": "files indexed", "import": "memories imported"}.get(self.stage, "memories embedded")
         return f"{self.scope}: {self.done}/{self.total} {what}"
 
 
