@@ -123,7 +123,13 @@ def build_parser() -> argparse.ArgumentParser:
 
     r = command("recall", "search memories and print cited results")
     r.add_argument("query", help="plain words in any language (no search syntax)")
-    r.add_argument("--limit", type=int, default=5, metavar="N", help="how many results, 1-20 (default: 5)")
+    r.add_argument("--limit", type=int, metavar="N", help="how many results, 1-20 (default: 5; with --budget: 20)")
+    r.add_argument(
+        "--budget",
+        type=int,
+        metavar="BYTES",
+        help="fill results best first while their title, path:line and excerpt fit in BYTES (UTF-8, at least 256)",
+    )
     r.add_argument("--type", choices=TYPES, help="only memories of this type (default: any)")
     r.add_argument("--state", choices=STATES, help="only memories in this state (default: any but deprecated)")
     r.add_argument("--entity", metavar="E", help="only memories about this entity")
@@ -417,6 +423,7 @@ def _run(service: MemoryService, args: argparse.Namespace) -> int:
             args.include_deprecated,
             scope=scope,
             mode=args.mode,
+            budget=args.budget,
         )
         _emit(answer, args.json, _recall_text)
     elif args.command == "read":
@@ -521,6 +528,8 @@ def _recall_text(a: RecallAnswer) -> str:
         lines.append(f"   {r.excerpt}")
     if not a.results:
         lines.append("no results" if a.query.strip() else "empty query: nothing to search for")
+    if a.budget_bytes is not None:
+        lines.append(f"-- budget: {a.used_bytes} of {a.budget_bytes} bytes used; {a.left_out} more did not fit")
     lines += [f"-- collapsed {c.dropped_id} into {c.kept_id} ({c.reason})" for c in a.collapsed]
     lines.append(f"-- mode: {a.mode}" + (f" ({a.semantic_note})" if a.semantic_note else ""))
     lines.extend(_index_lines(a.index))
