@@ -123,7 +123,9 @@ def build_parser() -> argparse.ArgumentParser:
 
     r = command("recall", "search memories and print cited results")
     r.add_argument("query", help="plain words in any language (no search syntax)")
-    r.add_argument("--limit", type=int, metavar="N", help="how many results, 1-20 (default: 5; with --budget: 20)")
+    r.add_argument(
+        "--limit", type=int, metavar="N", help="how many results, 1-20 (default: 5); with --budget, up to 20"
+    )
     r.add_argument(
         "--budget",
         type=int,
