@@ -79,6 +79,7 @@ def _draft(file: str, n: int, item: dict[str, Any], text: str, metadata: dict[st
     title = first if len(first) <= TITLE_CHARS else first[: TITLE_CHARS - 1].rstrip() + "…"
     extra = []
     categories = item.get("categories") or []
+    categories = [categories] if isinstance(categories, str) else categories
     if categories:
         extra.append("Categories: " + ", ".join(map(str, categories)) + ".")
     if metadata:
