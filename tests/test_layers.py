@@ -1,6 +1,6 @@
 """The package layout is a layering: every module imports only its own layer or lower ones.
 
-domain < canon < index < config < store < search < tools < edges. `config` sits between index and
+domain < canon < index < config < store < search < tools < importers < edges. `config` sits between index and
 store (store and everything above reads settings); `web` and `__main__` are edges. The imports are read
 from the source with `ast`, lazy ones inside functions included, so a shortcut cannot hide.
 
@@ -18,7 +18,7 @@ import pytest
 import memory_mcp
 
 PACKAGE = Path(memory_mcp.__file__).parent
-LAYERS = ("domain", "canon", "index", "config", "store", "search", "tools", "edges")
+LAYERS = ("domain", "canon", "index", "config", "store", "search", "tools", "importers", "edges")
 EDGE_MODULES = {"__main__"}  # a top-level module that is an edge (python -m memory_mcp)
 
 

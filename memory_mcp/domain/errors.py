@@ -9,6 +9,10 @@ class InputError(MemoryMcpError):
     """Bad arguments: the message names the argument and what is wrong with it."""
 
 
+class AlreadyDoneError(InputError):
+    """The change asked for is already there (two memories already linked): nothing was written."""
+
+
 class NotFoundError(MemoryMcpError):
     """No memory with that id or path."""
 

@@ -68,7 +68,8 @@ def first_paragraph(body: str, limit: int = 320) -> str:
 
 @dataclass(frozen=True)
 class Progress:
-    """How far a long operation is: `done` of `total` items in `stage` ("index" files, "embed" memories)."""
+    """How far a long operation is: `done` of `total` items in `stage` ("index" files, "embed" or "import"
+    memories)."""
 
     stage: str
     done: int
@@ -77,7 +78,7 @@ class Progress:
 
     @property
     def message(self) -> str:
-        what = "files indexed" if self.stage == "index" else "memories embedded"
+        what = {"index": "files indexed", "import": "memories imported"}.get(self.stage, "memories embedded")
         return f"{self.scope}: {self.done}/{self.total} {what}"
 
 
@@ -236,6 +237,11 @@ class RecallResult(BaseModel):
         default=None, description="Hybrid mode: fused keyword and cosine score (results are ordered by it)."
     )
 
+    def cited_bytes(self) -> int:
+        """What a result costs against a recall budget: the UTF-8 bytes of its title, its citation
+        `path:line` and its excerpt, one line each (what every rendering of a result shows)."""
+        return len(f"{self.title}\n{self.path}:{self.line}\n{self.excerpt}\n".encode())
+
 
 class CollapsedResult(BaseModel):
     """A result left out because it restates one ranked above it."""
@@ -257,6 +263,13 @@ class RecallAnswer(BaseModel):
     collapsed: list[CollapsedResult] = Field(
         default_factory=list, description="Near-duplicates dropped in favour of the better-ranked result."
     )
+    budget_bytes: int | None = Field(
+        default=None,
+        description="The budget asked for: results were filled best first while the bytes of their title, "
+        "path:line and excerpt (`cited_bytes`) fit in it.",
+    )
+    used_bytes: int | None = Field(default=None, description="With a budget: the cited bytes of the results.")
+    left_out: int = Field(default=0, description="With a budget: ranked results that did not fit.")
 
 
 class ConflictCandidate(BaseModel):

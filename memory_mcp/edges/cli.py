@@ -1,4 +1,4 @@
-"""CLI edge: `memory-mcp [serve|ui|recall|remember|read|status|context|reindex|export|config]`.
+"""CLI edge: `memory-mcp [serve|ui|recall|remember|read|update|forget|status|context|reindex|export|import|config]`.
 
 Exit codes: 0 ok, 1 `reindex --verify` found mismatches, 2 usage or input error.
 """
@@ -17,14 +17,18 @@ from pydantic import BaseModel
 from ..config import ConfigError, Settings, describe, load_settings
 from ..domain.errors import InputError, MemoryMcpError
 from ..domain.models import (
+    ForgetAnswer,
     Progress,
     ReadAnswer,
     RecallAnswer,
     ReindexAnswer,
     RememberAnswer,
     StatusAnswer,
+    UpdateAnswer,
 )
-from ..domain.vocabulary import RECALL_MODES, SCOPES, STATES, TRUSTS, TYPES
+from ..domain.vocabulary import FORGET_MODES, RECALL_MODES, RESOLUTIONS, SCOPES, STATES, TRUSTS, TYPES, UPDATE_OPS
+from ..importers import FORMATS
+from ..importers.run import ImportAnswer, apply_import, dry_run, plan_import
 from ..tools.service import MemoryService
 
 if TYPE_CHECKING:
@@ -126,7 +130,15 @@ def build_parser() -> argparse.ArgumentParser:
 
     r = command("recall", "search memories and print cited results")
     r.add_argument("query", help="plain words in any language (no search syntax)")
-    r.add_argument("--limit", type=int, default=5, metavar="N", help="how many results, 1-20 (default: 5)")
+    r.add_argument(
+        "--limit", type=int, metavar="N", help="how many results, 1-20 (default: 5); with --budget, up to 20"
+    )
+    r.add_argument(
+        "--budget",
+        type=int,
+        metavar="BYTES",
+        help="fill results best first while their title, path:line and excerpt fit in BYTES (UTF-8, at least 256)",
+    )
     r.add_argument("--type", choices=TYPES, help="only memories of this type (default: any)")
     r.add_argument("--state", choices=STATES, help="only memories in this state (default: any but deprecated)")
     r.add_argument("--entity", metavar="E", help="only memories about this entity")
@@ -182,7 +194,133 @@ def build_parser() -> argparse.ArgumentParser:
 
     c = command("config", "print every effective setting and the layer it came from")
     _json_option(c)
+    _change_commands(command)
+    _import_command(command)
     return p
+
+
+# ---------------------------------------------------------------- update and forget (the tools' parity)
+
+
+def _cli_word(word: str) -> str:
+    """A tool's argument word as the CLI spells it (set_state -> set-state); `_tool_word` reads it back."""
+    return word.replace("_", "-")
+
+
+def _tool_word(word: str | None) -> str | None:
+    return None if word is None else word.replace("-", "_")
+
+
+def _change_commands(command) -> None:
+    """`update OP ID` and `forget MODE ID`: memory_update and memory_forget with the same rules and messages
+    (a field the op does not take is refused by the service, naming the op and the fields it takes)."""
+    u = command("update", "change a memory: edit, supersede, set-state, link, resolve-conflict (as memory_update)")
+    u.add_argument("op", choices=[_cli_word(op) for op in UPDATE_OPS], help="what to change")
+    u.add_argument("id", help="the memory's id")
+    u.add_argument("--title", help="edit: the new title")
+    u.add_argument("--body", help="edit: the new body ('-' reads standard input)")
+    u.add_argument("--type", choices=TYPES, help="edit: the new type")
+    u.add_argument("--trust", choices=TRUSTS, help="edit: the new trust")
+    u.add_argument(
+        "--entity", action="append", dest="entities", metavar="E", help="edit: the entities, all of them (repeatable)"
+    )
+    u.add_argument("--source", help="edit: where it came from")
+    u.add_argument("--review-after", metavar="YYYY-MM-DD", help="edit: when to re-check it")
+    u.add_argument("--expected-sha256", metavar="HEX", help="edit: refuse if the file changed since it was read")
+    u.add_argument("--by", metavar="ID", help="supersede: the id of the memory replacing this one")
+    u.add_argument("--state", choices=STATES, help="set-state: the target state")
+    u.add_argument("--reason", help="set-state: why (needed to deprecate, and to reactivate a deprecated memory)")
+    u.add_argument("--other-id", metavar="ID", help="link: the related memory")
+    u.add_argument("--pair-hash", metavar="HASH", help="resolve-conflict: the conflict (as remember or status give it)")
+    u.add_argument("--resolution", choices=[_cli_word(r) for r in RESOLUTIONS], help="resolve-conflict: the decision")
+    u.add_argument("--winner", metavar="ID", help="resolve-conflict with supersede: the memory that stays")
+    u.add_argument("--note", help="resolve-conflict: a note kept with the resolution")
+    _scope_option(u, "whichever scope holds the id")
+    _json_option(u)
+
+    f = command("forget", "archive, deprecate (with --reason) or purge (with --confirm) a memory (as memory_forget)")
+    f.add_argument("mode", choices=FORGET_MODES, help="archive: kept, ranked lower; deprecate: hidden; purge: deleted")
+    f.add_argument("id", help="the memory's id")
+    f.add_argument("--reason", help="deprecate: why (required)")
+    f.add_argument("--confirm", action="store_true", help="purge: really delete the file (only archived or deprecated)")
+    _scope_option(f, "whichever scope holds the id")
+    _json_option(f)
+
+
+def _run_change(service: MemoryService, args: argparse.Namespace, scope: str | None) -> int:
+    if args.command == "forget":
+        answer = service.forget(args.id, args.mode, args.reason, args.confirm, scope=scope)
+        _emit(answer, args.json, _forget_text)
+        return EXIT_OK
+    body = sys.stdin.read() if args.body == "-" else args.body
+    answer = service.update(
+        _tool_word(args.op), args.id, args.title, body, args.type, args.trust, args.entities, args.source,
+        args.review_after, args.state, args.reason, args.by, args.other_id, args.pair_hash,
+        _tool_word(args.resolution), args.winner, args.note, args.expected_sha256, scope=scope,
+    )  # fmt: skip
+    _emit(answer, args.json, _update_text)
+    return EXIT_OK
+
+
+def _update_text(a: UpdateAnswer) -> str:
+    changed = f" (files changed: {', '.join(a.changed)})" if len(a.changed) > 1 else ""
+    return f"{_cli_word(a.op)} {a.id}: {a.message}{changed}\n  {a.path} [{a.state}]"
+
+
+def _forget_text(a: ForgetAnswer) -> str:
+    return f"{a.mode} {a.id}: {a.message}" + (f"\n  {a.path} [{a.state}]" if a.state else "")
+
+
+# ---------------------------------------------------------------- import
+
+
+def _import_command(command) -> None:
+    i = command("import", "bring in memories kept by another tool (trust: imported; the same input twice adds nothing)")
+    i.add_argument("format", choices=FORMATS, help="the input's format (see the README's 'Coming from...')")
+    i.add_argument("path", type=Path, help="the file or folder to import")
+    i.add_argument(
+        "--dry-run", action="store_true", help="show what would be created (counts, a sample); write nothing"
+    )
+    _scope_option(i, "local when a project is bound, else global")
+    _json_option(i)
+
+
+def _run_import(service: MemoryService, args: argparse.Namespace) -> int:
+    plan = plan_import(service, args.format, args.path, scope=args.scope)
+    if args.dry_run:
+        answer = dry_run(plan)
+    else:
+        with TerminalProgress() as progress:
+            answer = apply_import(service, plan, progress=progress)
+    _emit(answer, args.json, _import_text)
+    return EXIT_OK
+
+
+def _import_text(a: ImportAnswer) -> str:
+    kinds = ", ".join(f"{n} {t}" for t, n in a.by_type.items())
+    verb = "would import" if a.dry_run else "imported"
+    lines = [f"{verb} {_count(a.to_create, 'memory', 'memories')}" + (f" ({kinds})" if kinds else "")
+             + f" from {a.path} ({a.format})"]  # fmt: skip
+    lines.append(
+        f"  already present: {a.already_present}; repeated in the input: {a.repeated_in_input}; "
+        f"links: {a.links} {'to write' if a.dry_run else 'written'}"
+        + (f", {a.links_present} already there" if a.links_present else "")
+    )
+    if a.new_store:
+        lines.append(f"  {'would create' if a.dry_run else 'created'} a new store at {a.new_store}")
+    if a.sample:
+        lines.append("  sample:" if a.dry_run else "  first created:")
+        lines += [f"    {m.type:<10} {m.title}  <- {m.source}" for m in a.sample]
+    lines += [f"  skipped {p.where}: {p.reason}" for p in a.problems]
+    lines += [f"  not kept: {d}" for d in a.dropped]
+    for c in a.conflicts:
+        lines.append(f"  possible conflict {c.pair_hash}: {c.title} ({c.id}) <> {c.other_title} ({c.other_id})")
+        lines += [f"    because {r}" for r in c.reasons]
+    if a.conflicts:
+        lines.append("-- resolve with `memory-mcp update resolve-conflict ID --pair-hash H --resolution keep-both`")
+    if a.dry_run:
+        lines.append("-- dry run: nothing was written")
+    return "\n".join(lines)
 
 
 def _merge_global_options(args: argparse.Namespace) -> argparse.Namespace:
@@ -268,6 +406,8 @@ def _ui(service: MemoryService, port: int) -> int:
 
 
 def _run(service: MemoryService, args: argparse.Namespace) -> int:
+    if args.command == "import":
+        return _run_import(service, args)
     if args.command == "remember":
         new_stores = service.missing_stores(args.scope, home=True)
         if args.body in (None, "-") and sys.stdin.isatty():
@@ -293,6 +433,8 @@ def _run(service: MemoryService, args: argparse.Namespace) -> int:
         return EXIT_OK
     # every other command only reads the stores: a missing one is an error, never a new empty store
     scope = service.scope_for_reading(args.scope, home=args.command == "status")
+    if args.command in ("update", "forget"):
+        return _run_change(service, args, scope)
     if args.command == "recall":
         if not args.query.strip():
             raise InputError("query: empty; give the words to search for")
@@ -305,6 +447,7 @@ def _run(service: MemoryService, args: argparse.Namespace) -> int:
             args.include_deprecated,
             scope=scope,
             mode=args.mode,
+            budget=args.budget,
         )
         _emit(answer, args.json, _recall_text)
     elif args.command == "read":
@@ -356,7 +499,9 @@ class TerminalProgress:
         if bar is None:
             from tqdm import tqdm  # imported only when a reindex runs
 
-            what = ("indexing", "file") if p.stage == "index" else ("embedding", "memory")
+            what = {"index": ("indexing", "file"), "import": ("importing", "memory")}.get(
+                p.stage, ("embedding", "memory")
+            )
             bar = tqdm(
                 total=p.total,
                 desc=f"{p.scope}: {what[0]}",
@@ -403,6 +548,8 @@ def _recall_text(a: RecallAnswer) -> str:
         lines.append(f"   {r.excerpt}")
     if not a.results:
         lines.append("no results")
+    if a.budget_bytes is not None:
+        lines.append(f"-- budget: {a.used_bytes} of {a.budget_bytes} bytes used; {a.left_out} more did not fit")
     lines += [f"-- collapsed {c.dropped_id} into {c.kept_id} ({c.reason})" for c in a.collapsed]
     lines.append(f"-- mode: {a.mode}" + (f" ({a.semantic_note})" if a.semantic_note else ""))
     lines.extend(_index_lines(a.index))

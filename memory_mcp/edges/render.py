@@ -30,6 +30,8 @@ def recall_text(answer: RecallAnswer) -> str:
         lines.append(f"   {clip(r.excerpt, EXCERPT_CHARS)}")
     if not answer.results:
         lines.append(f"no results for {answer.query!r}" if answer.query.strip() else "empty query: nothing searched")
+    if answer.left_out:
+        lines.append(f"({answer.left_out} more result(s) did not fit the budget of {answer.budget_bytes} bytes)")
     if answer.collapsed:
         lines.append(f"({len(answer.collapsed)} near-duplicate(s) collapsed into results above)")
     if answer.semantic_note:

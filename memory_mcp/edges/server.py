@@ -13,14 +13,14 @@ from typing import Annotated, Any, Literal, ParamSpec, TypeVar
 import anyio.from_thread
 from mcp.server import MCPServer
 from mcp.server.mcpserver import Context
-from mcp.server.mcpserver.exceptions import ToolError
+from mcp.server.mcpserver.exceptions import ResourceError, ToolError
 from mcp.server.mcpserver.tools import Tool
 from mcp.types import CallToolResult, TextContent, ToolAnnotations
 from pydantic import Field, ValidationError
 from pydantic.json_schema import GenerateJsonSchema, JsonSchemaValue
 from pydantic_core import core_schema
 
-from ..domain.errors import MemoryMcpError
+from ..domain.errors import InputError, MemoryMcpError
 from ..domain.models import (
     ForgetAnswer,
     Progress,
@@ -228,9 +228,16 @@ def build_server(service: MemoryService) -> MCPServer:
             RecallMode,
             Field(description="bm25 = keywords; hybrid = + embeddings (if set up); auto = the configured one."),
         ] = "auto",
+        budget: Annotated[
+            int | None,
+            Field(
+                description="Bytes instead of a count (at least 256): results best first while their title, "
+                "path:line and excerpt fit (UTF-8); up to 20 results unless limit is given."
+            ),
+        ] = None,
     ) -> Annotated[CallToolResult, RecallAnswer]:
         answer = service.recall(
-            query, limit, type, state, entity, include_deprecated, store=store, scope=scope, mode=mode
+            query, limit, type, state, entity, include_deprecated, store=store, scope=scope, mode=mode, budget=budget
         )
         return CallToolResult(
             content=[TextContent(type="text", text=recall_text(answer))],
@@ -310,6 +317,20 @@ def build_server(service: MemoryService) -> MCPServer:
     def context() -> str:
         return _context_text(service)
 
+    @server.resource(
+        "memory://context{?budget}",
+        name="context-budget",
+        title="Memory context within a budget",
+        description="memory://context within `budget` bytes of its Markdown text (UTF-8, at least 512), "
+        "e.g. memory://context?budget=2048.",
+        mime_type="text/markdown",
+    )
+    def context_within(budget: int | None = None) -> str:
+        try:
+            return _context_text(service, budget)
+        except InputError as exc:
+            raise ResourceError(str(exc)) from None
+
     @server.prompt(
         name="memory_start",
         title="Start with memory",
@@ -341,10 +362,13 @@ def _progress_notifier(ctx: Context) -> ProgressFn:
     return notify
 
 
-def _context_text(service: MemoryService) -> str:
-    """The context, or why it is unavailable (a busy or unreadable store must not fail the session start)."""
+def _context_text(service: MemoryService, budget: int | None = None) -> str:
+    """The context, or why it is unavailable (a busy or unreadable store must not fail the session start;
+    a budget out of range is the reader's mistake, so it is an error)."""
     try:
-        return service.context().text
+        return service.context(budget=budget).text
+    except InputError:
+        raise
     except MemoryMcpError as exc:
         return f"# Memory context\n\nunavailable: {exc}\n"
 

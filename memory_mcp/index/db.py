@@ -532,13 +532,14 @@ def filtered_memories(
     return [_indexed(r) for r in conn.execute(sql, [*params, limit, offset])]
 
 
-def find_by_norm_hash(conn: sqlite3.Connection, digest: str) -> IndexedMemory | None:
-    """The memory that says exactly this, active first. Deprecated ones never match: a retracted
-    memory comes back only by an explicit reactivation with a reason, so saying it again makes a new one."""
+def find_by_norm_hash(conn: sqlite3.Connection, digest: str, include_deprecated: bool = False) -> IndexedMemory | None:
+    """The memory that says exactly this, active first. Deprecated ones match only when asked: a retracted
+    memory comes back only by an explicit reactivation with a reason, so saying it again makes a new one
+    (an import asks, so that re-importing never brings back what someone retracted)."""
     row = conn.execute(
-        f"SELECT {_COLUMNS} FROM memories WHERE norm_hash = ? AND state != 'deprecated' "
-        "ORDER BY state = 'active' DESC, created, id LIMIT 1",
-        (digest,),
+        f"SELECT {_COLUMNS} FROM memories WHERE norm_hash = ? AND (state != 'deprecated' OR ?) "
+        "ORDER BY state = 'active' DESC, state = 'archived' DESC, created, id LIMIT 1",
+        (digest, include_deprecated),
     ).fetchone()
     return _indexed(row) if row else None
 

@@ -7,6 +7,7 @@ from collections.abc import Sequence
 from ..canon import files as canon
 from ..domain.errors import InputError
 from ..domain.models import CollapsedResult, RecallAnswer, RecallResult
+from ..domain.text import clip
 from ..domain.textinput import check_text
 from ..domain.vocabulary import RECALL_MODES, MemoryType, State, Trust
 from ..index import db as ix
@@ -23,6 +24,9 @@ from .context import (
 from .rank import DeferredLines, Pool, memory_result, rank, result_key
 from .state import ServiceState
 
+# the smallest recall budget: room for a title and a citation (the best result is clipped to fit it)
+MIN_BUDGET = 256
+
 
 def recall(
     svc: ServiceState,
@@ -37,12 +41,17 @@ def recall(
     trust: str | None = None,
     scope: str | None = None,
     mode: str | None = None,
+    budget: int | None = None,
 ) -> RecallAnswer:
     """Search every scope (or the one named) and the indexed documents; rank all in one list.
 
     mode: bm25 (keywords), hybrid (keywords fused with cosine, `semantic.fuse`), auto (hybrid when a provider is
     available and `semantic.auto_hybrid` says it helps, else bm25). A provider failure is never an error:
     the answer falls back to bm25 and says why in `semantic_note`.
+
+    budget: bytes instead of (or beside) a count. Results are taken best first while their cited bytes
+    (title, `path:line` and excerpt, `RecallResult.cited_bytes`) fit; the best result is always given,
+    its excerpt clipped to fit. Without `limit`, a budget ranks up to `recall.max_limit` results.
     """
     mode = mode or "auto"
     if query is None:
@@ -50,7 +59,10 @@ def recall(
             raise InputError("query: required, unless type=handoff (which returns the current handoff)")
         return _current_handoffs(svc, store, scope)
     word_arg(mode, RECALL_MODES, "mode")
-    limit = svc.limits.recall_default if limit is None else limit
+    if budget is not None and budget < MIN_BUDGET:
+        raise InputError(f"budget: {budget} bytes, at least {MIN_BUDGET}")
+    if limit is None:
+        limit = svc.limits.recall_default if budget is None else svc.limits.recall_max
     if not 1 <= limit <= svc.limits.recall_max:
         raise InputError(f"limit: {limit} is outside 1..{svc.limits.recall_max}")
     if entity is not None:
@@ -105,6 +117,9 @@ def recall(
         for r in results:
             if (locate := lines.get(result_key(r.scope, r.id))) is not None:
                 r.line = locate()
+        ranked_count = len(results)
+        if budget is not None:
+            results = fit_budget(results, budget)
         if touch:
             for o in opened:
                 ids = [r.id for r in results if r.kind == "memory" and r.scope == o.scope]
@@ -122,7 +137,34 @@ def recall(
             semantic_note=note,
             semantic_pending=pending,
             collapsed=collapsed,
+            budget_bytes=budget,
+            used_bytes=sum(r.cited_bytes() for r in results) if budget is not None else None,
+            left_out=ranked_count - len(results),
         )
+
+
+def fit_budget(results: list[RecallResult], budget: int) -> list[RecallResult]:
+    """The best results whose cited bytes fit in `budget`, in rank order, stopping at the first that does not
+    fit (a later, shorter one never jumps ahead). The best result is always kept, its excerpt clipped to fit."""
+    kept: list[RecallResult] = []
+    used = 0
+    for r in results:
+        size = r.cited_bytes()
+        if used + size > budget:
+            if not kept:
+                kept.append(_clipped(r, budget))
+            break
+        kept.append(r)
+        used += size
+    return kept
+
+
+def _clipped(r: RecallResult, budget: int) -> RecallResult:
+    """`r` with its excerpt cut (by characters, so never inside one) until its cited bytes fit, or to nothing."""
+    excerpt = r.excerpt
+    while excerpt and r.model_copy(update={"excerpt": excerpt}).cited_bytes() > budget:
+        excerpt = clip(excerpt, max(1, len(excerpt) - max(1, len(excerpt) // 8))) if len(excerpt) > 1 else ""
+    return r.model_copy(update={"excerpt": excerpt})
 
 
 def _current_handoffs(svc: ServiceState, store: str | None, scope: str | None) -> RecallAnswer:

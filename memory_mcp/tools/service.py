@@ -8,7 +8,7 @@ holds that state and binds the functions as its methods, so the edges (MCP serve
 
 from __future__ import annotations
 
-from . import browse, context, export, forget, read, recall, reindex, remember, status, update
+from . import browse, context, export, forget, known, read, recall, reindex, remember, status, update
 from .state import ServiceState
 
 
@@ -27,6 +27,7 @@ class MemoryService(ServiceState):
     reindex = reindex.reindex
     export_to = export.export_to
     export = export.export
+    known = known.known
     editable = browse.editable
     stores = browse.stores
     browse = browse.browse

@@ -7,7 +7,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from ..canon import files as canon
-from ..domain.errors import InputError, NotFoundError, StaleWriteError
+from ..domain.errors import AlreadyDoneError, InputError, NotFoundError, StaleWriteError
 from ..domain.lifecycle import check_editable, check_transition
 from ..domain.models import UpdateAnswer
 from ..domain.textinput import check_optional
@@ -250,7 +250,7 @@ def _link(
         canon.rewrite(s.store.memory_file(a.path), mutate)
         changed.append((a.id, a.path))
     if not changed:
-        raise InputError(f"other_id: '{mem.id}' and '{other.id}' are already linked")
+        raise AlreadyDoneError(f"other_id: '{mem.id}' and '{other.id}' are already linked")
     return changed, f"{mem.id} and {other.id} linked as related"
 
 
