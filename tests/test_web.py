@@ -383,6 +383,19 @@ def test_edit_input_errors_keep_the_form(client: TestClient, example: Path) -> N
     assert path.read_bytes() == before
 
 
+def test_edit_with_a_control_character_is_refused_and_writes_nothing(client: TestClient, example: Path) -> None:
+    """The text rule (issue 24) holds for the browser view's form fields: they go through the same service."""
+    mem_id, path = pick(example, "active")
+    before = path.read_bytes()
+    for field, value in (("title", "nul\x00title"), ("source", "esc\x1b"), ("entities", "a\x7fb"),
+                         ("body", "bell\x07")):  # fmt: skip
+        _, form = edit_form(client, mem_id)
+        form[field] = value
+        r = post(client, f"/memory/{mem_id}/edit", form, None)
+        assert r.status_code == 400 and field in r.text and "U+" in r.text, (field, r.status_code)
+        assert path.read_bytes() == before
+
+
 # ---------------------------------------------------------------- status and stores
 
 

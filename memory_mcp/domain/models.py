@@ -472,6 +472,7 @@ class ExportAnswer(BaseModel):
     text: str
     memories: int
     scopes: list[str]
+    path: str | None = None  # the absolute path written (export_to)
 
 
 class Mismatch(BaseModel):
@@ -505,3 +506,8 @@ class ReindexAnswer(BaseModel):
     )
     embedded: int = Field(default=0, description="Memories embedded for hybrid search by this reindex.")
     semantic_note: str = ""
+    not_saved: str | None = Field(
+        default=None,
+        description="Set when the rebuilt index could not be saved (e.g. a read-only store): why; the rebuild "
+        "then only served this process from a transient in-memory index.",
+    )

@@ -45,13 +45,20 @@ class _Parser(argparse.ArgumentParser):
 GLOBAL_OPTIONS = ("store", "project_root", "config", "set")
 
 
+def _path(value: str) -> Path:
+    """A path option's value: an empty one (say, `--store "$UNSET_VARIABLE"`) is refused, never read as '.'."""
+    if not value.strip():
+        raise argparse.ArgumentTypeError("must not be empty")
+    return Path(value)
+
+
 def _global_options(parser: argparse.ArgumentParser, after: bool) -> None:
     def dest(name: str) -> dict:
         return {"dest": f"after_{name}", "default": argparse.SUPPRESS} if after else {"dest": name}
 
     parser.add_argument(
         "--store",
-        type=Path,
+        type=_path,
         metavar="DIR",
         help="the account (global) store directory (default: $MEMORY_MCP_ROOT, else the scopes.global_root "
         "setting, else ~/.memory-mcp/default)",
@@ -59,14 +66,14 @@ def _global_options(parser: argparse.ArgumentParser, after: bool) -> None:
     )
     parser.add_argument(
         "--project-root",
-        type=Path,
+        type=_path,
         metavar="DIR",
         help="bind a project: its store <DIR>/.memory is the local scope, <DIR>/.memory/config.toml its settings",
         **dest("project_root"),
     )
     parser.add_argument(
         "--config",
-        type=Path,
+        type=_path,
         metavar="PATH",
         help="an extra TOML settings file, above the user and project files",
         **dest("config"),
@@ -168,8 +175,9 @@ def build_parser() -> argparse.ArgumentParser:
     e = command("export", "write MEMORY.md: active memories by type, newest first (never read back)")
     _scope_option(e, "every scope")
     e.add_argument(
-        "--to", type=Path, default=Path("."), metavar="DIR", help="directory to write MEMORY.md into (default: .)"
+        "--to", type=_path, default=Path("."), metavar="DIR", help="directory to write MEMORY.md into (default: .)"
     )
+    e.add_argument("--force", action="store_true", help="replace a MEMORY.md that memory-mcp export did not write")
     _json_option(e)
 
     c = command("config", "print every effective setting and the layer it came from")
@@ -211,6 +219,13 @@ def _main(argv: list[str] | None) -> int:
     if args.command in (None, "serve"):
         from .server import serve  # the MCP SDK is only imported when serving
 
+        if sys.stdin.isatty():  # a person typed `memory-mcp`: say what is waiting on the terminal
+            print(
+                "memory-mcp: an MCP server on stdio, waiting for a client on standard input "
+                "(Ctrl-D to stop); `memory-mcp --help` lists the commands",
+                file=sys.stderr,
+                flush=True,
+            )
         ui = _start_ui(service, args.ui_port) if getattr(args, "ui_port", None) is not None else None
         try:
             serve(service)
@@ -255,6 +270,8 @@ def _ui(service: MemoryService, port: int) -> int:
 def _run(service: MemoryService, args: argparse.Namespace) -> int:
     if args.command == "remember":
         new_stores = service.missing_stores(args.scope, home=True)
+        if args.body in (None, "-") and sys.stdin.isatty():
+            print("memory-mcp: reading the body from standard input (end with Ctrl-D)", file=sys.stderr, flush=True)
         body = args.body if args.body not in (None, "-") else sys.stdin.read()
         answer = service.remember(
             args.title,
@@ -271,9 +288,14 @@ def _run(service: MemoryService, args: argparse.Namespace) -> int:
             print(f"memory-mcp: created a new store at {made.root}", file=sys.stderr)
         _emit(answer, args.json, _remember_text)
         return EXIT_OK
+    if args.command == "context":  # the session-start hook: no store yet is a short context, not an error
+        _emit(service.context(scope=args.scope, budget=args.budget), args.json, lambda a: a.text.rstrip("\n"))
+        return EXIT_OK
     # every other command only reads the stores: a missing one is an error, never a new empty store
     scope = service.scope_for_reading(args.scope, home=args.command == "status")
     if args.command == "recall":
+        if not args.query.strip():
+            raise InputError("query: empty; give the words to search for")
         answer = service.recall(
             args.query,
             args.limit,
@@ -296,25 +318,21 @@ def _run(service: MemoryService, args: argparse.Namespace) -> int:
         )
         _emit(answer, args.json, _read_text)
     elif args.command == "export":
-        if not args.to.is_dir():
-            raise InputError(f"--to: '{args.to}' is not a directory")
-        answer = service.export(scope=scope)
-        target = args.to / "MEMORY.md"
-        target.write_text(answer.text, encoding="utf-8")
+        answer = service.export_to(args.to, force=args.force, scope=scope)
         if args.json:
-            print(json.dumps({"path": str(target), "memories": answer.memories, "scopes": answer.scopes}))
+            print(json.dumps({"path": answer.path, "memories": answer.memories, "scopes": answer.scopes}))
         else:
             print(
-                f"wrote {target}: {_count(answer.memories, 'active memory', 'active memories')} ({', '.join(answer.scopes)})"
+                f"wrote {answer.path}: {_count(answer.memories, 'active memory', 'active memories')} ({', '.join(answer.scopes)})"
             )
     elif args.command == "status":
         _emit(service.status(scope=scope), args.json, _status_text)
-    elif args.command == "context":
-        _emit(service.context(scope=scope, budget=args.budget), args.json, lambda a: a.text.rstrip("\n"))
     elif args.command == "reindex":
         with TerminalProgress() as progress:
             answer = service.reindex(verify=args.verify, scope=scope, progress=progress)
         _emit(answer, args.json, _reindex_text)
+        if answer.not_saved:
+            return EXIT_USAGE  # the index file is as it was: nothing a later command can use was rebuilt
         return EXIT_MISMATCH if answer.mismatches else EXIT_OK
     return EXIT_OK
 
@@ -384,7 +402,7 @@ def _recall_text(a: RecallAnswer) -> str:
         lines.append(f"   {r.path}:{r.line}")
         lines.append(f"   {r.excerpt}")
     if not a.results:
-        lines.append("no results" if a.query.strip() else "empty query: nothing to search for")
+        lines.append("no results")
     lines += [f"-- collapsed {c.dropped_id} into {c.kept_id} ({c.reason})" for c in a.collapsed]
     lines.append(f"-- mode: {a.mode}" + (f" ({a.semantic_note})" if a.semantic_note else ""))
     lines.extend(_index_lines(a.index))
@@ -473,9 +491,12 @@ def _status_text(a: StatusAnswer) -> str:
 
 
 def _reindex_text(a: ReindexAnswer) -> str:
-    lines = [
-        f"reindexed {_count(a.memories, 'memory', 'memories')} from {_count(a.files, 'file', 'files')} in {a.seconds:.2f} s"
-    ]
+    counts = f"{_count(a.memories, 'memory', 'memories')} from {_count(a.files, 'file', 'files')} in {a.seconds:.2f} s"
+    if a.not_saved:
+        lines = [f"index NOT saved: read {counts} into a transient in-memory index, gone when this command ends"]
+        lines.append(f"why: {a.not_saved}")
+    else:
+        lines = [f"reindexed {counts}"]
     if a.embedded or a.semantic_note:
         note = f" ({a.semantic_note})" if a.semantic_note else ""
         lines.append(f"embedded {_count(a.embedded, 'memory', 'memories')} for hybrid search{note}")

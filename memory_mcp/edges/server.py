@@ -173,7 +173,7 @@ refuses a stale write.
 - set_state: state; reason when deprecating, and when reactivating a deprecated memory (deprecated → archived is \
 refused).
 - link: other_id (written both ways as related).
-- resolve_conflict: pair_hash, resolution (keep_both | supersede), winner (with supersede), note."""
+- resolve_conflict: pair_hash, resolution (keep_both | supersede), winner (with supersede), note (no id needed)."""
 
 FORGET = """archive (kept, ranked lower), deprecate (kept, hidden from recall; reason required) or purge (deletes \
 the file; only an archived or deprecated memory, and confirm=true required). Nothing is ever deleted automatically."""
@@ -255,7 +255,7 @@ def build_server(service: MemoryService) -> MCPServer:
     @tool("Update", writes, UPDATE)
     def memory_update(
         op: UpdateOp,
-        id: str,
+        id: str | None = None,
         title: str | None = None,
         body: str | None = None,
         type: TypeName | None = None,

@@ -15,7 +15,7 @@ import stat
 from dataclasses import dataclass
 from pathlib import Path
 
-from ..domain.errors import ContainmentError, InputError
+from ..domain.errors import ContainmentError, InputError, StoreAccessError
 
 STORE_NAME = re.compile(r"^[A-Za-z0-9][A-Za-z0-9_-]{0,63}$")
 DEFAULT_ROOT = Path("~/.memory-mcp/default")
@@ -64,14 +64,18 @@ class Store:
     def ensure(self) -> None:
         """Create the layout on first use; the store writes its own .gitignore for the index.
 
-        A store that cannot be written (read-only disk, another account's files) is still opened: the
-        session then answers from an in-memory index, and a write says why it cannot happen.
+        A store that cannot be written (read-only disk, another account's files) is still opened when its
+        memories/ is there: the session then answers from an in-memory index, and a write says why it cannot
+        happen. A store that cannot be created at all is refused, naming the path and the reason.
         """
+        problem = self.unusable()
+        if problem:
+            raise StoreAccessError(f"store: {problem}")
         try:
             self.memories_dir.mkdir(parents=True, exist_ok=True)
-        except OSError:
-            if not self.root.is_dir():
-                raise
+        except OSError as exc:
+            if not self.memories_dir.is_dir():
+                raise StoreAccessError(f"store: cannot create the store at {self.root}: {_reason(exc)}") from None
         try:
             self.index_dir.mkdir(parents=True, exist_ok=True)
             gitignore = self.root / ".gitignore"
@@ -79,6 +83,28 @@ class Store:
                 gitignore.write_text(GITIGNORE, encoding="utf-8")
         except OSError:
             pass
+
+    def unusable(self) -> str | None:
+        """Why this path can never hold a store (a file where a folder must be), or None. Creates nothing."""
+        for path in (self.memories_dir, self.root, *self.root.parents):
+            try:
+                mode = os.stat(path).st_mode
+            except (FileNotFoundError, NotADirectoryError):
+                continue  # not there, or below a file: the file is found further up
+            except OSError as exc:
+                return f"cannot use the store at {self.root}: {_reason(exc)}"
+            if stat.S_ISDIR(mode):
+                return None
+            if path == self.root:
+                return f"{self.root} is a file, not a store folder"
+            if path == self.memories_dir:
+                return f"{path} is a file, not a folder: {self.root} is not a store"
+            return f"cannot create the store at {self.root}: {path} is a file, not a folder"
+        return None
+
+    def in_git_repository(self) -> bool:
+        """Whether the store lies inside a git working tree (a `.git` entry in its root or above it)."""
+        return any(os.path.lexists(p / ".git") for p in (self.root, *self.root.parents))
 
     def check_contained(self) -> None:
         """Refuse the store when its root leaves its container, or a fixed entry is a symlink leading outside.
@@ -179,6 +205,14 @@ class Store:
         if real != real_root and real_root not in real.parents:
             raise InputError(f"path: '{rel}' resolves outside the store (symlink escape)")
         return full
+
+
+def _reason(exc: OSError) -> str:
+    """An OSError as a person reads it: what went wrong, and where when it was not the store root itself."""
+    text = exc.strerror or str(exc)
+    if isinstance(exc, PermissionError):
+        text += " (the folder is read-only or belongs to another account)"
+    return f"{text}: {exc.filename}" if exc.filename else text
 
 
 def default_root() -> Path:

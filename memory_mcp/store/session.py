@@ -95,7 +95,7 @@ class StoreSession:
             if self._conn is not None:
                 self._conn.close()
                 self._conn = None
-            self._open_memory(f"index file not usable ({_why(exc)})")
+            self._open_memory(f"index file not usable ({_why(exc, self.store)})")
 
     def _open_memory(self, why: str) -> None:
         """A private in-memory index rebuilt from canon: answers keep coming when .index/ cannot be written."""
@@ -268,7 +268,7 @@ class StoreSession:
                 # damage the open-time checks could not see (or the file became read-only): rebuild once
                 if attempt == 2 or _transient(exc):
                     raise
-                self._discard(f"index failed during reconcile ({_why(exc)})")
+                self._discard(f"index failed during reconcile ({_why(exc, self.store)})")
         raise AssertionError("unreachable")
 
     def _index_untouched(self) -> bool:
@@ -424,9 +424,13 @@ def _transient(exc: BaseException) -> bool:
     return getattr(exc, "sqlite_errorname", "").startswith(_TRANSIENT_SQLITE)
 
 
-def _why(exc: BaseException) -> str:
+def _why(exc: BaseException, store: Store) -> str:
+    """The error as a person reads it: a file of the index's own (the database, its log, its records) is
+    named by its folder, `.index/`, which is what a person can fix (permissions, a read-only mount)."""
     text = getattr(exc, "strerror", None) or str(exc) or type(exc).__name__
     name = getattr(exc, "filename", None)
+    if name and Path(name).parent == store.index_dir:
+        return f"{text} in {store.index_dir}/"
     return f"{text}: {name}" if name else text
 
 

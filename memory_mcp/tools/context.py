@@ -14,7 +14,7 @@ from dataclasses import dataclass, field
 from datetime import UTC, date, datetime
 from typing import TYPE_CHECKING
 
-from ..domain.errors import InputError
+from ..domain.errors import InputError, StoreMissingError
 from ..domain.models import ConflictSummary, ContextAnswer, HandoffInfo, ReviewDue
 from ..domain.text import clip
 
@@ -31,6 +31,7 @@ MAX_LISTED = 5  # conflicts and reviews shown (the total is always said)
 FRESH_DAYS = 30.0  # a memory updated this many days ago counts half as fresh
 HOT_RECALLS = 10  # recalls at which heat counts as much as being brand new
 FIRST_TIER = {"preference", "decision"}
+NO_STORE = "No memories yet: remember durable facts, preferences and decisions as they come up."
 
 
 @dataclass(frozen=True)
@@ -115,6 +116,8 @@ def build_context(parts: list[ScopeContext], budget: int = DEFAULT_BUDGET) -> Co
     handoffs = [(p.scope, p.handoff) for p in parts if p.handoff is not None]
     handoffs.sort(key=lambda sh: sh[1].updated, reverse=True)
     head = ["# Memory context", ""]
+    if not parts:
+        head += [NO_STORE, ""]
     if handoffs:
         scope, h = handoffs[0]
         where = f", {scope}" if show_scope else ""
@@ -185,6 +188,10 @@ def context(
     budget = svc.limits.context_budget if budget is None else budget
     if budget < 512:
         raise InputError(f"budget: {budget} bytes, at least 512")
+    try:
+        scope = svc.scope_for_reading(scope, store)  # reading the context never creates a store
+    except StoreMissingError:
+        return build_context([], budget)
     parts = []
     with svc.scopes.open(scope, store) as opened:
         for o in opened:

@@ -6,6 +6,7 @@ from ..canon import files as canon
 from ..domain.errors import InputError
 from ..domain.lifecycle import check_purge
 from ..domain.models import ForgetAnswer
+from ..domain.textinput import check_optional
 from ..domain.vocabulary import FORGET_MODES, State
 from ..store.scopes import locate, merged_report
 from .arguments import word_arg
@@ -23,6 +24,7 @@ def forget(
     scope: str | None = None,
 ) -> ForgetAnswer:
     word_arg(mode, FORGET_MODES, "mode")
+    reason = check_optional(reason, "reason")
     with svc.scopes.open(scope, store) as opened:
         o, mem = locate(opened, id)
         s = o.session
@@ -38,7 +40,12 @@ def forget(
                 mode=mode,
                 path=mem.path,
                 state=None,
-                message=f"deleted {mem.path} (git history is the backstop)",
+                message=f"deleted {mem.path}"
+                + (
+                    " (git history is the backstop)"
+                    if s.store.in_git_repository()
+                    else " for good (no version control holds a copy)"
+                ),
                 index=merged_report(opened),
             )
         target = State.ARCHIVED if mode == "archive" else State.DEPRECATED

@@ -7,6 +7,7 @@ from typing import Any
 
 from ..config import Settings
 from ..domain.errors import InputError
+from ..domain.textinput import check_text
 from ..search.conflicts import (
     MAX_CONFLICTS,
     MAX_RELATED,
@@ -60,7 +61,7 @@ class Limits:
         return cls(**{f.name: settings.get(f.metadata["setting"]) for f in fields(cls)})
 
     def title(self, title: str) -> str:
-        title = " ".join(title.split())
+        title = " ".join(check_text(title, "title").split())
         if not title:
             raise InputError("title: must not be empty")
         if len(title) > self.max_title:
@@ -68,8 +69,7 @@ class Limits:
         return title
 
     def body(self, body: str) -> str:
-        if "\x00" in body:
-            raise InputError("body: contains a NUL character")
+        body = check_text(body, "body")
         if len(body) > self.max_body:
             raise InputError(f"body: {len(body)} characters, at most {self.max_body}")
         if body.lstrip().startswith("---"):
@@ -80,13 +80,14 @@ class Limits:
         entities = entities or []
         if len(entities) > self.max_entities:
             raise InputError(f"entities: {len(entities)} given, at most {self.max_entities}")
-        for e in entities:
+        for n, e in enumerate(entities):
+            check_text(e, f"entities[{n}]")
             if not e.strip() or len(e) > self.max_entity_len or "\n" in e:
                 raise InputError(f"entities: '{e[:40]}' must be 1..{self.max_entity_len} characters on one line")
         return entities
 
     def source(self, source: str | None) -> str:
-        source = (source or "").strip()
+        source = check_text(source or "", "source").strip()
         if len(source) > self.max_source or "\n" in source:
             raise InputError(f"source: at most {self.max_source} characters on one line")
         return source

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import re
 from pathlib import Path
 from typing import Any
 
@@ -36,6 +37,9 @@ def read(
     """A memory by id or store-relative path, or a line range of an indexed document (nothing else)."""
     if (id is None) == (path is None):
         raise InputError("id/path: give exactly one of id or path")
+    if path is not None:
+        path, cited_line = split_citation(path)
+        from_line = cited_line if from_line is None else from_line
     with svc.scopes.open(scope, store) as opened:
         index = merged_report(opened)
         label = None
@@ -82,6 +86,16 @@ def read(
             answer.superseded_by_chain = chain(o.session, mem, "superseded_by")
             answer.conflicts = _conflict_history(o.session, mem.id)
         return answer
+
+
+_CITATION = re.compile(r"^(.+):([1-9][0-9]{0,8})$")
+
+
+def split_citation(path: str) -> tuple[str, int | None]:
+    """`memories/x.md:14` (a `path:line` citation as recall prints it) → (`memories/x.md`, 14); a plain
+    path → (path, None)."""
+    match = _CITATION.match(path)
+    return (match.group(1), int(match.group(2))) if match else (path, None)
 
 
 def _memory_file(opened: list[Opened], path: str) -> tuple[Opened, Path, str]:

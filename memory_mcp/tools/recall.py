@@ -7,6 +7,7 @@ from collections.abc import Sequence
 from ..canon import files as canon
 from ..domain.errors import InputError
 from ..domain.models import CollapsedResult, OpenConflict, RecallAnswer, RecallResult
+from ..domain.textinput import check_text
 from ..domain.vocabulary import RECALL_MODES, MemoryType, State, Trust
 from ..index import conflicts as conflict_table
 from ..index import db as ix
@@ -53,6 +54,8 @@ def recall(
     limit = svc.limits.recall_default if limit is None else limit
     if not 1 <= limit <= svc.limits.recall_max:
         raise InputError(f"limit: {limit} is outside 1..{svc.limits.recall_max}")
+    if entity is not None:
+        check_text(entity, "entity")
     if len(query) > svc.limits.max_query:
         raise InputError(f"query: {len(query)} characters, at most {svc.limits.max_query}")
     mem_type = enum_arg(MemoryType, type, "type")

@@ -45,6 +45,7 @@ def reindex(
     unparseable: list[Unparseable] = []
     mismatches: list[Mismatch] = []
     auto_closed: list[AutoClosedConflict] = []
+    not_saved: list[str] = []
     with svc.scopes.open(scope, store) as opened:
         for o in opened:
             s = o.session
@@ -54,6 +55,8 @@ def reindex(
             files += report.scanned
             memories += reads.memory_count(s.conn)
             unparseable += [u.model_copy(update={"scope": o.scope}) for u in unparseable_files(s.conn)]
+            if s.index_in_memory:
+                not_saved.append(f"{o.scope}: {s.index_in_memory}" if len(opened) > 1 else s.index_in_memory)
         answer = ReindexAnswer(
             store="+".join(o.session.store.name for o in opened),
             scopes=[o.scope for o in opened],
@@ -64,6 +67,7 @@ def reindex(
             mismatches=mismatches,
             auto_closed=auto_closed,
             seconds=0.0,
+            not_saved="; ".join(not_saved) or None,
         )
     # vectors survived the rebuild (keyed by content); embed what is new, outside the store lock
     answer.embedded, answer.semantic_note = embed_pending(svc, store=store, scope=scope, progress=progress)

@@ -25,6 +25,7 @@ class MemoryService(ServiceState):
     status = status.status
     embed_pending = reindex.embed_pending
     reindex = reindex.reindex
+    export_to = export.export_to
     export = export.export
     editable = browse.editable
     stores = browse.stores

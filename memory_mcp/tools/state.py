@@ -8,7 +8,7 @@ from pathlib import Path
 from typing import Self
 
 from ..config import Settings
-from ..domain.errors import StoreMissingError
+from ..domain.errors import StoreAccessError, StoreMissingError
 from ..domain.ranking import DEFAULT as RANKING
 from ..domain.ranking import RankingConstants
 from ..search import semantic as sem
@@ -108,6 +108,10 @@ class ServiceState:
         is almost always a mistyped path, so it fails (StoreMissingError) instead of making an empty one.
         Of two scopes only one existing (a new project, say), the read uses that one."""
         targets = [self.scopes.target(scope, store)] if home else self.scopes.targets(scope, store)
+        for _, t in targets:
+            problem = t.unusable()
+            if problem:
+                raise StoreAccessError(f"store: {problem}")
         present = [name for name, t in targets if t.exists()]
         if not present:
             where = " or ".join(str(t.root) for _, t in targets)

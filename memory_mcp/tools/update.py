@@ -10,10 +10,11 @@ from ..canon import files as canon
 from ..domain.errors import InputError, NotFoundError, StaleWriteError
 from ..domain.lifecycle import check_editable, check_transition
 from ..domain.models import UpdateAnswer
+from ..domain.textinput import check_optional
 from ..domain.vocabulary import RESOLUTIONS, UPDATE_OP_FIELDS, UPDATE_OPS, MemoryType, State, Trust
 from ..index import db as ix
 from ..index import reads
-from ..store.scopes import locate, merged_report
+from ..store.scopes import Opened, locate, merged_report
 from ..store.session import StoreSession
 from .arguments import check_date, enum_arg, word_arg
 from .links import chain, link_entry, link_supersede
@@ -53,7 +54,7 @@ class UpdateRequest:
 def update(
     svc: ServiceState,
     op: str,
-    id: str,
+    id: str | None = None,
     title: str | None = None,
     body: str | None = None,
     type: str | None = None,
@@ -75,6 +76,7 @@ def update(
 ) -> UpdateAnswer:
     """Change a memory in whichever scope holds it (ids it refers to must be in the same scope)."""
     word_arg(op, UPDATE_OPS, "op")
+    reason, note = check_optional(reason, "reason"), check_optional(note, "note")
     request = UpdateRequest(
         title=title, body=body, type=type, trust=trust, entities=entities, source=source,
         review_after=review_after, state=state, reason=reason, by=by, other_id=other_id,
@@ -84,8 +86,11 @@ def update(
     if stray:
         takes = ", ".join(UPDATE_OP_FIELDS[op])
         raise InputError(f"{stray[0]}: op={op} does not take {', '.join(stray)} (it takes {takes})")
+    if id is None and op != "resolve_conflict":
+        raise InputError(f"id: op={op} needs `id`, the memory to change")
     with svc.scopes.open(scope, store) as opened:
-        o, mem = locate(opened, id)
+        o, mem = locate(opened, id) if id is not None else _pair_holder(opened, pair_hash)
+        id = mem.id
         s = o.session
         now = canon.now_iso()
         if op == "edit":
@@ -154,6 +159,18 @@ def _edit(
     return [(mem.id, mem.path)], "edited: " + ", ".join(
         [*fields, *(["title"] if new_title else []), *(["body"] if new_body is not None else [])]
     )
+
+
+def _pair_holder(opened: list[Opened], pair_hash: str | None) -> tuple[Opened, ix.IndexedMemory]:
+    """resolve_conflict named by its pair alone: the memory whose file records the pair."""
+    if not pair_hash:
+        raise InputError("pair_hash: op=resolve_conflict needs `pair_hash` (or `id` with it)")
+    for o in opened:
+        row = reads.conflict_pair(o.session.conn, pair_hash)
+        holder = ix.get_memory(o.session.conn, mem_id=row[2]) if row is not None else None
+        if holder is not None:
+            return o, holder
+    raise NotFoundError(f"pair_hash: no conflict '{pair_hash}'")
 
 
 def _named_memory(
