@@ -20,7 +20,7 @@ from .helpers import REPO, server_env
 def wheel(tmp_path_factory: pytest.TempPathFactory) -> Path:
     # from a copy of what the build reads: setuptools leaves build/ behind, and must not find an old one
     source, out = tmp_path_factory.mktemp("source"), tmp_path_factory.mktemp("dist")
-    for name in ("pyproject.toml", "README.md"):
+    for name in ("pyproject.toml", "README.md", "LICENSE"):
         shutil.copy(REPO / name, source / name)
     shutil.copytree(REPO / "memory_mcp", source / "memory_mcp", ignore=shutil.ignore_patterns("__pycache__"))
     # the dev extras bring setuptools, so no download and no isolated build environment is needed
@@ -60,6 +60,20 @@ def test_the_wheel_holds_every_module_the_script_and_the_dependencies(wheel: Pat
     assert _requirement_names(project["dependencies"]) == required
     entry = zipfile.ZipFile(wheel).read(info.replace("METADATA", "entry_points.txt")).decode()
     assert re.search(r"^memory-mcp = memory_mcp\.edges\.cli:main$", entry, re.M), entry
+
+
+def test_the_wheel_carries_the_mit_license_pyproject_promises(wheel: Path) -> None:
+    project = tomllib.loads((REPO / "pyproject.toml").read_text())["project"]
+    assert project["license"] == "MIT"
+    text = (REPO / "LICENSE").read_text(encoding="utf-8")
+    assert text.startswith("MIT License\n") and "Copyright (c) 2026 memory-mcp contributors" in text
+    assert "Permission is hereby granted, free of charge" in text
+    names = zipfile.ZipFile(wheel).namelist()
+    (shipped,) = [n for n in names if re.search(r"\.dist-info/licenses/LICENSE$", n)]
+    assert zipfile.ZipFile(wheel).read(shipped).decode() == text
+    info = next(n for n in names if n.endswith(".dist-info/METADATA"))
+    metadata = zipfile.ZipFile(wheel).read(info).decode()
+    assert re.search(r"^License-Expression: MIT$", metadata, re.M), metadata[:400]
 
 
 def test_the_wheel_runs_without_the_clone(wheel: Path, tmp_path: Path) -> None:

@@ -20,6 +20,8 @@ pytestmark = pytest.mark.anyio
 
 TOOL_SURFACE_BUDGET = 7000  # bytes of name + description + inputSchema over all tools (issue 10: was 11.3 KB)
 RECALL_TEXT_BUDGET = 2500  # bytes of recall's text content for 5 results on the example store (was ~7 KB)
+REMEMBER_TEXT_BUDGET = 300  # bytes of remember's text for a memory with no conflict (issue 24: ~1.1-1.5 KB of JSON)
+CONFLICT_TEXT_BUDGET = 900  # ... and with one conflict and one related neighbour (was 2.7 KB)
 
 
 def _keys(schema: Any) -> set[str]:
@@ -94,6 +96,78 @@ async def test_recall_text_is_compact_and_the_record_stays_structured(store: Pat
         assert f"score {res['score']:.2f}" in text
         assert set(res["components"]) >= {"text", "trust", "freshness", "heat", "coverage"}  # full record kept
     assert answer["index"]["reconcile"]["scanned"] == 35 and answer["plan"]
+
+
+async def test_recall_text_marks_a_result_in_an_unresolved_conflict_and_names_the_other(tools: Tools) -> None:
+    tabs = ("Alice wants tabs in atlas-web", "Alice Kim wants tabs for indentation in the atlas-web frontend code.")
+    spaces = ("Alice wants 2-space indentation in atlas-web", "Alice Kim wants 2-space indentation in the atlas-web frontend code, not tabs.")  # fmt: skip
+    a = await tools.remember(*tabs, type="preference", entities=["alice-kim", "atlas-web"])
+    b = await tools.remember(*spaces, type="preference", entities=["atlas-web", "alice-kim"])
+    [pair] = [c["pair_hash"] for c in b["conflicts"]]
+    calm = await tools.remember("atlas-web deploys from main", "The atlas-web frontend deploys from main on merge.")
+    assert calm["conflicts"] == []
+
+    r = await tools.raw("memory_recall", query="atlas-web frontend indentation", limit=5)
+    text, answer = r.content[0].text, r.structured_content
+    number = {res["id"]: n for n, res in enumerate(answer["results"], 1)}
+    assert {a["id"], b["id"], calm["id"]} <= set(number), text
+    by_id = {res["id"]: res for res in answer["results"]}
+    assert by_id[a["id"]]["conflicts"] == [{"pair_hash": pair, "other_id": b["id"], "other_title": spaces[0]}]
+    assert by_id[b["id"]]["conflicts"] == [{"pair_hash": pair, "other_id": a["id"], "other_title": tabs[0]}]
+    assert by_id[calm["id"]]["conflicts"] == []
+    # each result's block: its three lines, then the conflict line; the calm one has none
+    blocks = {res["id"]: _result_block(text, n) for n, res in enumerate(answer["results"], 1)}
+    for mine, other in ((a, b), (b, a)):
+        line = f"   ! unresolved conflict: contradicted by result {number[other['id']]} (pair_hash {pair})"
+        assert blocks[mine["id"]][-1] == line, text
+    assert "conflict" not in "\n".join(blocks[calm["id"]])
+
+    # the other side not among the results: named by title and id, so the model can open it
+    one = await tools.raw("memory_recall", query="tabs for indentation", limit=1)
+    (only,) = one.structured_content["results"]
+    assert only["id"] == a["id"], one.content[0].text
+    assert one.content[0].text.splitlines()[3] == (
+        f'   ! unresolved conflict: contradicted by "{spaces[0]}" (id {b["id"]}) (pair_hash {pair})'
+    )
+
+    await tools.ok("memory_update", op="resolve_conflict", id=a["id"], pair_hash=pair, resolution="keep_both")
+    settled = await tools.raw("memory_recall", query="atlas-web frontend indentation", limit=5)
+    assert "conflict" not in settled.content[0].text
+    assert all(res["conflicts"] == [] for res in settled.structured_content["results"])
+
+
+async def test_remember_text_is_compact_and_says_what_to_do_with_a_conflict(tools: Tools) -> None:
+    tabs = ("Alice wants tabs in atlas-web", "Alice Kim wants tabs for indentation in the atlas-web frontend code.")
+    spaces = ("Alice wants 2-space indentation in atlas-web", "Alice Kim wants 2-space indentation in the atlas-web frontend code, not tabs.")  # fmt: skip
+    first = await tools.raw("memory_remember", title=tabs[0], body=tabs[1], type="preference", entities=["alice-kim", "atlas-web"])  # fmt: skip
+    a, text = first.structured_content, first.content[0].text
+    assert len(text.encode("utf-8")) <= REMEMBER_TEXT_BUDGET, text
+    assert not text.lstrip().startswith("{") and '"reconcile"' not in text and "scanned" not in text
+    assert text.splitlines()[0] == f"remembered: {a['path']} id {a['id']} (global)"
+    assert a["index"]["scopes"][0]["reconcile"] and a["created"] is True  # the full record stays structured
+
+    second = await tools.raw("memory_remember", title=spaces[0], body=spaces[1], type="preference", entities=["alice-kim", "atlas-web"])  # fmt: skip
+    b, text = second.structured_content, second.content[0].text
+    assert len(text.encode("utf-8")) <= CONFLICT_TEXT_BUDGET, len(text.encode("utf-8"))
+    [c] = b["conflicts"]
+    lines = text.splitlines()
+    assert lines[0] == f"remembered: {b['path']} id {b['id']} (global)"
+    assert "1 possible conflict(s)" in lines[1] and "memory_update op=resolve_conflict" in lines[1]
+    assert lines[2] == f"1. {tabs[0]} (preference, agent-inferred) {a['path']} id {a['id']} pair_hash {c['pair_hash']}"
+    assert lines[3] == f"   {tabs[1]}"
+    assert lines[4] == "   why: " + "; ".join(c["reasons"]) and c["reasons"]
+    assert c["text_similarity"] > 0 and "text_similarity" not in text  # numbers stay in the structured record
+
+    again = await tools.raw("memory_remember", title=tabs[0], body=tabs[1])
+    assert again.content[0].text == f"already remembered (active), nothing written: {a['path']} id {a['id']} (global)"
+
+
+def _result_block(text: str, n: int) -> list[str]:
+    """The lines of the n-th result in recall's text: from its `n. ` line up to the next result's."""
+    lines = text.splitlines()
+    start = next(i for i, line in enumerate(lines) if line.startswith(f"{n}. "))
+    end = next((i for i, line in enumerate(lines) if line.startswith(f"{n + 1}. ")), len(lines))
+    return lines[start:end]
 
 
 @pytest.mark.parametrize(

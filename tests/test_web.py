@@ -139,6 +139,31 @@ def test_search_is_the_tools_recall_in_the_same_order(client: TestClient, servic
         assert f"{first.path}:{first.line}" in page  # the citation, as the tools give it
 
 
+def test_search_header_speaks_plainly_and_keeps_the_plan_behind_a_toggle(
+    client: TestClient, service: MemoryService
+) -> None:
+    # a long query runs every keyword step; "!!!" has no words at all
+    for query in ("postgres nightly backups pgbackrest s3 retention", "!!!"):
+        page = client.get("/memories", params={"q": query}).text
+        want = service.recall(query, limit=20, include_deprecated=True, touch=False)
+        summary = re.search(r'<p class="summary">(.*?)</p>', page, re.S).group(1)
+        assert f"result{'s' if len(want.results) != 1 else ''} for <b>{query}</b>, best match first" in summary
+        assert "found by keywords" in summary
+        details = re.search(
+            r'<details class="plan"><summary>How this search worked</summary>(.*?)</details>', page, re.S
+        )
+        assert details, page
+        steps = re.findall(r"<li>(.*?)</li>", details.group(1))
+        legs = want.plan.split("+")
+        assert len(steps) == len(legs) == len(set(steps)) and len(legs) in (1, 5), want.plan
+        for leg, step in zip(legs, steps, strict=True):
+            assert step != leg and "-" not in step.split(" ")[0], (leg, step)  # words, not the leg's name
+        assert f"<code>{want.plan}</code>" in details.group(1)
+        outside = page.replace(details.group(0), "")
+        for jargon in ("recall plan", "all-terms", "trigram", "any-term"):
+            assert jargon not in outside, jargon
+
+
 def test_search_does_not_count_as_an_agent_recall(client: TestClient, service: MemoryService, example: Path) -> None:
     import sqlite3
 

@@ -216,6 +216,14 @@ class ContextAnswer(BaseModel):
     review_due: int = 0
 
 
+class OpenConflict(BaseModel):
+    """An unresolved conflict a recalled memory is in: the memory on the other side of the pair."""
+
+    pair_hash: str
+    other_id: str
+    other_title: str
+
+
 class RecallResult(BaseModel):
     id: str = Field(description="Memory id, or `doc:<path>#<start line>` for a document chunk.")
     kind: str = Field(default="memory", description="memory | document")
@@ -235,6 +243,10 @@ class RecallResult(BaseModel):
     cosine: float | None = Field(default=None, description="Hybrid mode: cosine of this memory to the query.")
     fused: float | None = Field(
         default=None, description="Hybrid mode: fused keyword and cosine score (results are ordered by it)."
+    )
+    conflicts: list[OpenConflict] = Field(
+        default_factory=list,
+        description="Unresolved conflicts this memory is in (memory_update op=resolve_conflict settles one).",
     )
 
     def cited_bytes(self) -> int:

@@ -7,10 +7,12 @@ excerpt and one score. The index gets one line only when the reconcile did somet
 
 from __future__ import annotations
 
-from ..domain.models import IndexReport, RecallAnswer
+from ..domain.models import IndexReport, RecallAnswer, RecallResult, RememberAnswer
 from ..domain.text import clip
 
 EXCERPT_CHARS = 220
+OTHER_TITLE_CHARS = 60
+NEIGHBOUR_EXCERPT_CHARS = 160
 
 
 def recall_text(answer: RecallAnswer) -> str:
@@ -28,6 +30,8 @@ def recall_text(answer: RecallAnswer) -> str:
         ident = f" id {r.id}" if r.kind == "memory" else ""
         lines.append(f"   {r.path}:{r.line}{ident}")
         lines.append(f"   {clip(r.excerpt, EXCERPT_CHARS)}")
+        if r.conflicts:
+            lines.append(conflict_line(r, answer.results))
     if not answer.results:
         lines.append(f"no results for {answer.query!r}" if answer.query.strip() else "empty query: nothing searched")
     if answer.left_out:
@@ -36,6 +40,49 @@ def recall_text(answer: RecallAnswer) -> str:
         lines.append(f"({len(answer.collapsed)} near-duplicate(s) collapsed into results above)")
     if answer.semantic_note:
         lines.append(f"({answer.semantic_note})")
+    if (note := index_note(answer.index)) is not None:
+        lines.append(note)
+    return "\n".join(lines)
+
+
+def conflict_line(result: RecallResult, results: list[RecallResult]) -> str:
+    """One line under a result in an unresolved conflict: which memory contradicts it (by its number when it is
+    listed too) and the pair to settle with memory_update op=resolve_conflict."""
+    number = {(r.scope, r.id): n for n, r in enumerate(results, 1)}
+    others = []
+    for c in result.conflicts:
+        n = number.get((result.scope, c.other_id))
+        others.append(f"result {n}" if n else f'"{clip(c.other_title, OTHER_TITLE_CHARS)}" (id {c.other_id})')
+    pairs = ", ".join(c.pair_hash for c in result.conflicts)
+    return f"   ! unresolved conflict: contradicted by {'; '.join(others)} (pair_hash {pairs})"
+
+
+def remember_text(answer: RememberAnswer) -> str:
+    """What memory_remember did, in a few lines: where the memory is, what it replaced, and each conflict with the
+    evidence and the pair to settle (the structured content keeps similarities, days apart and the index report)."""
+    where = f"{answer.path} id {answer.id} ({answer.scope})"
+    if answer.created:
+        lines = [f"remembered: {where}"]
+    else:
+        lines = [f"already remembered ({answer.deduplicated_state}), nothing written: {where}"]
+    if answer.superseded:
+        lines.append(f"superseded (now archived): {', '.join(answer.superseded)}")
+    if answer.message:
+        lines.append(answer.message)
+    if answer.conflicts:
+        lines.append(
+            f"{len(answer.conflicts)} possible conflict(s), recorded as open and nothing overwritten: ask the user or "
+            "decide with memory_update op=resolve_conflict (keep_both, or supersede with a winner)"
+        )
+    for n, c in enumerate(answer.conflicts, 1):
+        newer = "; the new one may replace it (latest-wins eligible)" if c.latest_wins_eligible else ""
+        lines.append(f"{n}. {c.title} ({c.type}, {c.trust}) {c.path} id {c.id} pair_hash {c.pair_hash}{newer}")
+        lines.append(f"   {clip(c.excerpt, NEIGHBOUR_EXCERPT_CHARS)}")
+        if c.reasons:
+            lines.append(f"   why: {'; '.join(c.reasons)}")
+    if answer.related:
+        shown = "; ".join(f"{clip(r.title, OTHER_TITLE_CHARS)} (id {r.id})" for r in answer.related)
+        lines.append(f"related, not conflicting: {shown}")
     if (note := index_note(answer.index)) is not None:
         lines.append(note)
     return "\n".join(lines)

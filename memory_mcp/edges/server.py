@@ -43,7 +43,7 @@ from ..domain.vocabulary import (
     UPDATE_OPS,
 )
 from ..tools.service import MemoryService
-from .render import recall_text, usage_guide
+from .render import recall_text, remember_text, usage_guide
 
 P = ParamSpec("P")
 R = TypeVar("R")
@@ -209,9 +209,13 @@ def build_server(service: MemoryService) -> MCPServer:
                 description="Every tool: local = this project's, global = the account's; default: both to read, local to write."
             ),
         ] = None,
-    ) -> RememberAnswer:
-        return service.remember(
+    ) -> Annotated[CallToolResult, RememberAnswer]:
+        answer = service.remember(
             title, body, type, trust, entities, source, review_after, supersedes, store=store, scope=scope
+        )
+        return CallToolResult(
+            content=[TextContent(type="text", text=remember_text(answer))],
+            structured_content=answer.model_dump(mode="json"),
         )
 
     @tool("Recall", read_only, RECALL)

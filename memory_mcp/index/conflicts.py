@@ -72,3 +72,23 @@ def oldest_open(conn: sqlite3.Connection, limit: int) -> list[tuple[str, str, st
         (limit,),
     )
     return [tuple(r) for r in rows]
+
+
+def open_pairs_touching(conn: sqlite3.Connection, ids: Sequence[str]) -> list[tuple[str, str, str, str]]:
+    """(pair_hash, memory id, the other memory's id, its title) for every open pair one of `ids` is in, once per
+    side that is in `ids`; the title is '(missing)' when the other memory is not indexed."""
+    if not ids:
+        return []
+    marks = ",".join("?" * len(ids))
+    rows = conn.execute(
+        f"""SELECT c.pair_hash, c.a_id, c.b_id, coalesce(o.title, '(missing)')
+            FROM conflicts c LEFT JOIN memories o ON o.id = c.b_id
+            WHERE c.status = 'open' AND c.a_id IN ({marks})
+            UNION ALL
+            SELECT c.pair_hash, c.b_id, c.a_id, coalesce(o.title, '(missing)')
+            FROM conflicts c LEFT JOIN memories o ON o.id = c.a_id
+            WHERE c.status = 'open' AND c.b_id IN ({marks})
+            ORDER BY 1""",
+        [*ids, *ids],
+    )
+    return [tuple(r) for r in rows]

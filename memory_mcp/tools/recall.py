@@ -6,16 +6,17 @@ from collections.abc import Sequence
 
 from ..canon import files as canon
 from ..domain.errors import InputError
-from ..domain.models import CollapsedResult, RecallAnswer, RecallResult
+from ..domain.models import CollapsedResult, OpenConflict, RecallAnswer, RecallResult
 from ..domain.text import clip
 from ..domain.textinput import check_text
 from ..domain.vocabulary import RECALL_MODES, MemoryType, State, Trust
+from ..index import conflicts as conflict_table
 from ..index import db as ix
 from ..index import reads
 from ..index import vectors as vector_table
 from ..search import semantic as sem
 from ..search.planner import DOCUMENTS, MEMORIES, Candidate, Filters, Plan, plan_and_fetch
-from ..store.scopes import merged_report
+from ..store.scopes import Opened, merged_report
 from ..store.session import StoreSession
 from .arguments import enum_arg, word_arg
 from .context import (
@@ -117,6 +118,7 @@ def recall(
         for r in results:
             if (locate := lines.get(result_key(r.scope, r.id))) is not None:
                 r.line = locate()
+        _mark_open_conflicts(opened, results)
         ranked_count = len(results)
         if budget is not None:
             results = fit_budget(results, budget)
@@ -167,6 +169,14 @@ def _clipped(r: RecallResult, budget: int) -> RecallResult:
     return r.model_copy(update={"excerpt": excerpt})
 
 
+def _mark_open_conflicts(opened: Sequence[Opened], results: Sequence[RecallResult]) -> None:
+    """Each memory result learns the unresolved conflicts it is in (a pair lives in one scope's index)."""
+    for o in opened:
+        in_scope = {r.id: r for r in results if r.kind == "memory" and r.scope == o.scope}
+        for pair, mem_id, other_id, other_title in conflict_table.open_pairs_touching(o.session.conn, list(in_scope)):
+            in_scope[mem_id].conflicts.append(OpenConflict(pair_hash=pair, other_id=other_id, other_title=other_title))
+
+
 def _current_handoffs(svc: ServiceState, store: str | None, scope: str | None) -> RecallAnswer:
     """recall(type=handoff) without a query: each scope's current handoff, newest first."""
     results = []
@@ -176,6 +186,7 @@ def _current_handoffs(svc: ServiceState, store: str | None, scope: str | None) -
             if mem is not None:  # not ranked: no score components
                 results.append(memory_result(o.scope, mem, 1.0, None, None))
         results.sort(key=lambda r: r.updated, reverse=True)
+        _mark_open_conflicts(opened, results)
         return RecallAnswer(
             query="",
             plan="current handoff",

@@ -34,6 +34,25 @@ def plural(n: int, noun: str) -> str:
     return f"{n} {noun}{'s' if n != 1 else ''}"
 
 
+# What each step of a recall plan did, in words a person reads (the plan's own names stay behind a toggle).
+SEARCH_STEPS = {
+    "all-terms": "memories holding every word you typed",
+    "any-term": "memories holding some of the words",
+    "trigram": "words found inside longer words or with other endings",
+    "trigram-grams": "closer spellings ranked higher",
+    "like": "short words found anywhere in the text",
+    "cosine": "memories with a similar meaning (embeddings)",
+    "no terms": "nothing to search for: no words in the query",
+    "empty query": "nothing to search for: the query is empty",
+    "current handoff": "the current handoff",
+}
+
+
+def search_steps(plan: str) -> list[str]:
+    """A recall plan (`all-terms+trigram`) as the steps it ran, in plain words."""
+    return [SEARCH_STEPS.get(leg, leg) for leg in plan.split("+")]
+
+
 def frontmatter_kind(value: Any) -> str:
     """How the memory page shows one frontmatter value: a list of mappings, a list, a mapping, blank or text."""
     if isinstance(value, list):
@@ -58,6 +77,7 @@ ENV.globals.update(
     frontmatter_kind=frontmatter_kind,
     loopback=LOOPBACK,
     plural=plural,
+    search_steps=search_steps,
     memory_types=[t.value for t in MemoryType],
     trusts=[t.value for t in Trust],
     state_tabs=[("", "All"), *((s.value, s.value.capitalize()) for s in State)],
