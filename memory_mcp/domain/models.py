@@ -235,6 +235,16 @@ class RecallResult(BaseModel):
     fused: float | None = Field(
         default=None, description="Hybrid mode: fused keyword and cosine score (results are ordered by it)."
     )
+    current_version_of: list[str] = Field(
+        default_factory=list,
+        description="Ids of superseded memories (directly or through a chain) this one is the current version of: "
+        "those listed below it, and the one that brought it into the results.",
+    )
+    matched: bool = Field(
+        default=True,
+        description="False: the query did not find this memory; it is here as the current version of a "
+        "superseded result that it did find (listed right above it).",
+    )
 
 
 class CollapsedResult(BaseModel):

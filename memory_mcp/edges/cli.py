@@ -26,6 +26,7 @@ from ..domain.models import (
 )
 from ..domain.vocabulary import RECALL_MODES, SCOPES, STATES, TRUSTS, TYPES
 from ..tools.service import MemoryService
+from .render import current_mark
 
 if TYPE_CHECKING:
     from tqdm import tqdm
@@ -380,6 +381,8 @@ def _recall_text(a: RecallAnswer) -> str:
     lines = []
     for n, r in enumerate(a.results, 1):
         tag = "" if r.state == "active" else f" [{r.state}]"
+        if (mark := current_mark(a, r)) is not None:
+            tag += f" [{mark}]"
         lines.append(f"{n}. {r.title}{tag}  ({r.type}, score {r.score:.3f})")
         lines.append(f"   {r.path}:{r.line}")
         lines.append(f"   {r.excerpt}")

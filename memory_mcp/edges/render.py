@@ -7,7 +7,7 @@ excerpt and one score. The index gets one line only when the reconcile did somet
 
 from __future__ import annotations
 
-from ..domain.models import IndexReport, RecallAnswer
+from ..domain.models import IndexReport, RecallAnswer, RecallResult
 from ..domain.text import clip
 
 EXCERPT_CHARS = 220
@@ -24,6 +24,8 @@ def recall_text(answer: RecallAnswer) -> str:
             tags.append(r.trust)
         if len(scopes) > 1:
             tags.append(r.scope)
+        if (mark := current_mark(answer, r)) is not None:
+            tags.append(mark)
         lines.append(f"{n}. {r.title} ({', '.join(tags)}) score {r.score:.2f}")
         ident = f" id {r.id}" if r.kind == "memory" else ""
         lines.append(f"   {r.path}:{r.line}{ident}")
@@ -37,6 +39,15 @@ def recall_text(answer: RecallAnswer) -> str:
     if (note := index_note(answer.index)) is not None:
         lines.append(note)
     return "\n".join(lines)
+
+
+def current_mark(answer: RecallAnswer, r: RecallResult) -> str | None:
+    """ "current version of #3, #5" (results of this answer by rank, or by id when the limit cut them)."""
+    if not r.current_version_of:
+        return None
+    rank_of = {(x.scope, x.id): n for n, x in enumerate(answer.results, 1)}
+    refs = [f"#{rank_of[(r.scope, i)]}" if (r.scope, i) in rank_of else i for i in r.current_version_of]
+    return "current version of " + ", ".join(refs)
 
 
 def index_note(index: IndexReport) -> str | None:
