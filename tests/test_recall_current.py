@@ -10,8 +10,11 @@ from typing import Any
 
 import pytest
 
+from memory_mcp.tools.service import MemoryService
+
 from .helpers import EXAMPLE_STORE, Tools, frontmatter, hand_memory, result_text, settle, write_file
 from .test_cli import run
+from .test_semantic import FakeProvider
 
 pytestmark = pytest.mark.anyio
 
@@ -183,3 +186,25 @@ def test_cli_on_the_example_store(tmp_path: Path) -> None:
     text = run(root, "recall", "atlas api heroku")
     first = text.stdout.splitlines()[0]
     assert first.startswith("1. Atlas API runs on Kubernetes (EKS) [current version of #"), text.stdout
+
+
+def test_hybrid_mode_keeps_the_current_version_first(tmp_path: Path) -> None:
+    root = tmp_path / "store"
+    mem = root / "memories"
+    write_file(mem / "old.md", hand_memory("PARK_OLD", "Where the automobile is", "The automobile is parked in the garage.",
+                                           state="archived", extra="superseded_by: [PARK_NEW]\n"))  # fmt: skip
+    write_file(mem / "new.md", hand_memory("PARK_NEW", "Parking moved", "It now stands at the office lot, level two.",
+                                           extra="supersedes: [PARK_OLD]\n"))  # fmt: skip
+    write_file(mem / "other.md", hand_memory("GARAGE_DOOR", "Garage door code", "The garage door code is 4711."))
+    settle()
+    service = MemoryService(root, embedder=FakeProvider())
+    try:
+        for mode in ("hybrid", "bm25"):
+            found = service.recall("automobile garage", mode=mode, touch=False)
+            assert found.mode == mode
+            got = [r.id for r in found.results]
+            assert got.index("PARK_NEW") == got.index("PARK_OLD") - 1, (mode, got)
+            new = found.results[got.index("PARK_NEW")]
+            assert new.matched is False and new.current_version_of == ["PARK_OLD"]
+    finally:
+        service.close()
