@@ -248,6 +248,16 @@ class RecallResult(BaseModel):
         default_factory=list,
         description="Unresolved conflicts this memory is in (memory_update op=resolve_conflict settles one).",
     )
+    current_version_of: list[str] = Field(
+        default_factory=list,
+        description="Ids of superseded memories (directly or through a chain) this one is the current version of: "
+        "those listed below it, and the one that brought it into the results.",
+    )
+    matched: bool = Field(
+        default=True,
+        description="False: the query did not find this memory; it is here as the current version of a "
+        "superseded result that it did find (listed right above it).",
+    )
 
     def cited_bytes(self) -> int:
         """What a result costs against a recall budget: the UTF-8 bytes of its title, its citation

@@ -30,6 +30,7 @@ from ..domain.vocabulary import FORGET_MODES, RECALL_MODES, RESOLUTIONS, SCOPES,
 from ..importers import FORMATS
 from ..importers.run import ImportAnswer, apply_import, dry_run, plan_import
 from ..tools.service import MemoryService
+from .render import current_mark
 
 if TYPE_CHECKING:
     from tqdm import tqdm
@@ -543,6 +544,8 @@ def _recall_text(a: RecallAnswer) -> str:
     lines = []
     for n, r in enumerate(a.results, 1):
         tag = "" if r.state == "active" else f" [{r.state}]"
+        if (mark := current_mark(a, r)) is not None:
+            tag += f" [{mark}]"
         lines.append(f"{n}. {r.title}{tag}  ({r.type}, score {r.score:.3f})")
         lines.append(f"   {r.path}:{r.line}")
         lines.append(f"   {r.excerpt}")

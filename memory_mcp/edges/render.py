@@ -26,6 +26,8 @@ def recall_text(answer: RecallAnswer) -> str:
             tags.append(r.trust)
         if len(scopes) > 1:
             tags.append(r.scope)
+        if (mark := current_mark(answer, r)) is not None:
+            tags.append(mark)
         lines.append(f"{n}. {r.title} ({', '.join(tags)}) score {r.score:.2f}")
         ident = f" id {r.id}" if r.kind == "memory" else ""
         lines.append(f"   {r.path}:{r.line}{ident}")
@@ -86,6 +88,15 @@ def remember_text(answer: RememberAnswer) -> str:
     if (note := index_note(answer.index)) is not None:
         lines.append(note)
     return "\n".join(lines)
+
+
+def current_mark(answer: RecallAnswer, r: RecallResult) -> str | None:
+    """ "current version of #3, #5" (results of this answer by rank, or by id when the limit cut them)."""
+    if not r.current_version_of:
+        return None
+    rank_of = {(x.scope, x.id): n for n, x in enumerate(answer.results, 1)}
+    refs = [f"#{rank_of[(r.scope, i)]}" if (r.scope, i) in rank_of else i for i in r.current_version_of]
+    return "current version of " + ", ".join(refs)
 
 
 def index_note(index: IndexReport) -> str | None:

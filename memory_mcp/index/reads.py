@@ -6,6 +6,7 @@ Each returns plain rows (tuples) in the order the SQL gives; the tools turn them
 
 from __future__ import annotations
 
+import json
 import sqlite3
 from collections.abc import Sequence
 
@@ -123,3 +124,31 @@ def state_counts(conn: sqlite3.Connection, where: str, params: Sequence[object])
 
 def entity_names(conn: sqlite3.Connection) -> list[str]:
     return [r[0] for r in conn.execute("SELECT DISTINCT entity FROM entities ORDER BY entity")]
+
+
+def direct_successors(conn: sqlite3.Connection, ids: Sequence[str]) -> list[tuple[str, str]]:
+    """(old id, new id) supersede links out of these memories, as either side's file states them: the newer
+    one's `supersedes` (the links table) or the older one's `superseded_by`. The pair may repeat."""
+    out: list[tuple[str, str]] = []
+    for start in range(0, len(ids), 500):
+        chunk = list(ids[start : start + 500])
+        marks = ",".join("?" * len(chunk))
+        out += conn.execute(f"SELECT old_id, new_id FROM supersede_links WHERE old_id IN ({marks})", chunk).fetchall()
+        rows = conn.execute(
+            f"SELECT id, superseded_by FROM memories WHERE id IN ({marks}) AND superseded_by != '[]'", chunk
+        )
+        out += [(old, new) for old, later in rows for new in json.loads(later)]
+    return out
+
+
+def memory_states(
+    conn: sqlite3.Connection, ids: Sequence[str], where: str = "", params: Sequence[object] = ()
+) -> dict[str, tuple[int, str]]:
+    """id → (rowid, state) of those of these memories that exist and pass a `Filters.sql()` clause (alias `m`)."""
+    out: dict[str, tuple[int, str]] = {}
+    for start in range(0, len(ids), 500):
+        chunk = list(ids[start : start + 500])
+        marks = ",".join("?" * len(chunk))
+        sql = f"SELECT m.id, m.rowid, m.state FROM memories m WHERE m.id IN ({marks}){where}"
+        out.update((mem_id, (rowid, state)) for mem_id, rowid, state in conn.execute(sql, [*chunk, *params]))
+    return out

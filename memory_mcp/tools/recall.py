@@ -1,4 +1,4 @@
-"""memory_recall: plan, rank (keyword or hybrid), collapse near-duplicates, answer."""
+"""memory_recall: plan, rank (keyword or hybrid), current versions first, collapse near-duplicates, answer."""
 
 from __future__ import annotations
 
@@ -24,6 +24,7 @@ from .context import (
 )
 from .rank import DeferredLines, Pool, memory_result, rank, result_key
 from .state import ServiceState
+from .succession import current_first
 
 # the smallest recall budget: room for a title and a citation (the best result is clipped to fit it)
 MIN_BUDGET = 256
@@ -113,8 +114,10 @@ def recall(
             ranked = rank(svc, pools, sem.UNLIMITED, lines)
         if pending:
             note = f"{pending} memories have no vector yet (a few are embedded per recall; memory_reindex: all)"
+        ranked, succession = current_first(svc, pools, ranked, lines)
         cosine_min = svc.semantic.config.collapse_cosine if ran == "hybrid" else 1.0
         results, collapsed = _collapse(svc, pools, ranked, limit, cosine_min if cosine_min < 1.0 else None)
+        succession.mark(results)
         for r in results:
             if (locate := lines.get(result_key(r.scope, r.id))) is not None:
                 r.line = locate()
