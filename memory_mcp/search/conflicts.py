@@ -63,9 +63,11 @@ EVENT_TYPES = {"episode"}
 SAME_ATTRIBUTE = 0.5
 # Two words are one when their trigram sets overlap this much (owner / ownership, formatter / formatting).
 SAME_WORD_TRIGRAMS = 0.5
-# multilingual-e5-small cosine of the two masked titles at which the attribute counts as the same
-# (chosen on the development sets, docs/benchmarks.md)
-SAME_ATTRIBUTE_COSINE = 0.9
+# multilingual-e5-small cosine of two masked titles in different languages at which the attribute counts as
+# the same (chosen on the development sets, docs/benchmarks.md). Within one language e5 does not separate
+# them (on dev, other-attribute pairs of one entity score 0.95-0.98, same-attribute ones 0.95-1.0), so the
+# embedder only weighs pairs in two languages, where the keywords have only the concept lexicon.
+SAME_ATTRIBUTE_COSINE = 0.88
 # The types the gate weighs against each other: a decision to move to ECS contradicts a fact that says Heroku.
 # Episodes record events (a later one does not undo an earlier one); handoffs never reach the gate.
 GATED_TYPES = ("fact", "preference", "decision", "knowledge", "reference")
@@ -240,13 +242,10 @@ def assess(
     elif stance_flip and overlap > 0:
         same = True  # opposite sides of one axis about a shared word: "short answers" / "long explanations"
         reasons.append(f"same attribute: {', '.join(sorted(hit_new | hit_old)[:6])}")
-    if cosine is not None:
-        if not same and cosine >= SAME_ATTRIBUTE_COSINE:
-            same = True
-            reasons.append(f"same attribute (embedding cosine {cosine:.2f})")
-        elif same and overlap < 1.0 and cosine < SAME_ATTRIBUTE_COSINE - 0.1:
-            same = False
-            reasons.append(f"but the statements read apart (embedding cosine {cosine:.2f})")
+    by_embedding = cosine is not None and not same and a.lang != b.lang and cosine >= SAME_ATTRIBUTE_COSINE
+    if by_embedding:
+        same = True
+        reasons.append(f"same attribute (embedding cosine {cosine:.2f})")
     old_names, new_names = _names_changed(a, b, shared_entities)
     named_old = _names_old_value(a, b, shared_entities, broad_entities)
     negation = a.negated != b.negated
@@ -285,8 +284,9 @@ def assess(
             reasons.append(f"swaps the value of {', '.join(sorted(shared_entities - broad_entities)[:2])}")
             return Assessment(True, reasons, sim, judged=True)
         return Assessment(False, [f"another attribute (word overlap {overlap:.2f})", *reasons], sim, judged=True)
-    value_changed = bool(changed) or bool(old_names and new_names) or bool(named_old)
-    if value_changed or stance_flip or negation:
+    # a cosine says "about the same thing" too loosely to let two different names count as a change
+    value_changed = bool(changed) or (not by_embedding and (bool(old_names and new_names) or bool(named_old)))
+    if value_changed or stance_flip or (negation and not by_embedding):
         return Assessment(True, reasons, sim, judged=True)
     if agreed or stance_same:
         return Assessment(
@@ -363,9 +363,9 @@ def find_neighbours(
 ) -> Neighbours:
     """Active same-type memories sharing an entity or words, split into conflicts and related; recorded pairs skipped.
 
-    With `embed` (the configured embedder), the pairs that reached the attribute test are weighed again with
-    the cosine of their masked titles (at most `EMBEDDED_PAIRS`, the closest in keywords first); an
-    embedder that fails leaves the keyword verdicts.
+    With `embed` (the configured embedder), the pairs in two languages that reached the attribute test and
+    that keywords did not call conflicts are weighed again with the cosine of their masked titles (at most
+    `EMBEDDED_PAIRS`, the closest in words first); an embedder that fails leaves the keyword verdicts.
     """
     # events never conflict, so an episode only meets other episodes (listed as related)
     types = (mem_type,) if mem_type in EVENT_TYPES else GATED_TYPES
@@ -480,8 +480,12 @@ def _weigh_with_embeddings(
     broad: frozenset[str],
     embed: Embed,
 ) -> list[tuple[ix.IndexedMemory, Statement, Assessment]]:
-    open_ = [i for i, (_, _, v) in enumerate(judged) if v.judged]
-    open_.sort(key=lambda i: (judged[i][2].conflict, judged[i][2].text_similarity), reverse=True)
+    open_ = [
+        i
+        for i, (_, old, v) in enumerate(judged)
+        if v.judged and not v.conflict and claim_of(old).lang != claim_of(new).lang
+    ]
+    open_.sort(key=lambda i: judged[i][2].text_similarity, reverse=True)
     open_ = open_[:EMBEDDED_PAIRS]
     if not open_:
         return judged
