@@ -113,6 +113,33 @@ STATEMENT_SCOPES = {
     "test": "qa pruebas 테스트환경",
     "frontend": "frontend front-end 프론트엔드 프론트",
     "backend": "backend back-end 백엔드",
+    "eu": "eu europe european europa europeo europea 유럽",
+    "us": "미국 estadounidense",
+    "apac": "apac asia 아시아",
+    "ios": "ios iphone ipad",
+    "android": "android 안드로이드",
+    "desktop": "desktop escritorio 데스크톱",
+    "admin": "admin admins administrator administrators administrador administradores 관리자",
+    "guest": "guest guests invitado invitados 게스트",
+    "weekend": "weekend weekends finde 주말",
+    "weekday": "weekday weekdays 평일",
+}
+# Phrases that take a side as one word does; rewritten to that word before the words are read.
+STANCE_PHRASES = {
+    "turned off": "disabled",
+    "switched off": "disabled",
+    "turned on": "enabled",
+    "switched on": "enabled",
+    "opt-in": "optional",
+    "opt in": "optional",
+    "de tú": "tutear",
+    "de tu": "tutear",
+    "de usted": "usted",
+    "en persona": "presencial",
+    "in person": "onsite",
+    "fines de semana": "finde",
+    "fin de semana": "finde",
+    "entre semana": "weekdays",
 }
 
 # Words that take a side on one axis: the same axis with the other side is a flipped stance (no negation needed).
@@ -120,9 +147,21 @@ STANCES = {
     ("enabled", "+"): "enabled enable enables activado activada habilitado habilitada 활성화 켜",
     ("enabled", "-"): "disabled disable disables desactivado desactivada deshabilitado deshabilitada 비활성화 꺼",
     ("allowed", "+"): "allowed allow allows permitted permitido permitida permitidos 허용",
-    ("allowed", "-"): "forbidden forbid prohibited banned disallowed prohibido prohibida prohibidos 금지",
+    (
+        "allowed",
+        "-",
+    ): "forbidden forbid prohibited banned disallowed blocked block blocks bloqueado bloqueada prohibido "
+    "prohibida prohibidos 금지 차단",
     ("required", "+"): "required mandatory obligatorio obligatoria 필수",
     ("required", "-"): "optional opcional 선택",
+    ("strict", "+"): "strict stricter estricto estricta 엄격",
+    ("strict", "-"): "lenient loose relaxed permissive laxo laxa flexible 느슨",
+    ("merge", "squash"): "squash squashed squashing",
+    ("merge", "rebase"): "rebase rebased rebasing",
+    ("repo", "mono"): "monorepo",
+    ("repo", "poly"): "polyrepo multirepo",
+    ("quotes", "single"): "single-quoted single-quotes",
+    ("quotes", "double"): "double-quoted double-quotes",
     ("length", "-"): "short shorter concise brief terse corta cortas corto cortos breve breves 짧 짧게 짧은 간결",
     (
         "length",
@@ -208,7 +247,7 @@ CONCEPTS = {
     "rate": "rate rates tasa 속도",
     "minute": "minute minutes minuto minutos 분당",
     "user": "user users usuario usuarios 사용자 유저",
-    "line": "line lines línea líneas 줄",
+    "line": "line lines línea líneas",
     "length": "length longitud 길이",
     "worker": "worker workers 워커",
     "queue": "queue queues cola colas 큐",
@@ -218,7 +257,18 @@ CONCEPTS = {
     "schedule": "schedule schedules horario horarios 일정 스케줄",
     "url": "url urls address addresses dirección 주소",
     "path": "path paths ruta 경로",
+    "size": "size sizes tamaño 크기 용량",
+    "max": "max maximum máximo máxima 최대",
+    "min": "minimum mínimo mínima 최소",
+    "upload": "upload uploads subida subidas 업로드",
+    "auth": "auth authentication autenticación 인증",
+    "contractor": "contractor contractors contratista contratistas 계약자",
+    "due": "due vencen vence 마감 기한",
+    "mode": "mode modo 모드",
 }
+# Concepts that name what a statement is about rather than which of its attributes: they do not make two
+# statements about "the search service" share an attribute.
+SUBJECT_CONCEPTS = frozenset("service team search server api user payment invoice".split())
 
 # Closed classes of values: a statement naming one of them states that value ("commit messages in English").
 VALUE_WORDS = {

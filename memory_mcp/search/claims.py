@@ -62,6 +62,11 @@ _VALUE_WORD = {
     for w in words.split()
     for form in _forms(w)
 }
+_PHRASES = {fold(k): fold(v) for k, v in vocab.STANCE_PHRASES.items()}
+_PHRASE_RE = re.compile(
+    r"(?<!\w)(" + "|".join(re.escape(p) for p in sorted(_PHRASES, key=len, reverse=True)) + r")(?!\w)"
+)
+_SUBJECT_CONCEPTS = vocab.SUBJECT_CONCEPTS
 _NUMBER_WORD = {fold(w): n for n, words in vocab.NUMBER_WORDS.items() for w in words.split()}
 _GENERIC = frozenset(f for w in vocab.GENERIC_WORDS for f in _forms(w)) | STOPWORDS
 _CUES = tuple(fold(c.strip()) for c in vocab.REPLACEMENT_CUES.split("|") if c.strip())
@@ -86,6 +91,7 @@ _ADDRESS = re.compile(
 )
 _TLDS = frozenset("com org net io dev app co ai cloud internal local".split())
 _ORDINAL = re.compile(r"\b(\d{1,2})(?:st|nd|rd|th|º|ª)\b")
+_HALF = re.compile(r"\bhalf an?\s+|\bmedia\s+|\bmedio\s+")
 _ONE = re.compile(
     r"\b(?:a|an|one|un|una)\s+(?=(?:"
     + "|".join(
@@ -215,7 +221,10 @@ def _fmt(x: float) -> str:
 def _unit_of(unit: str) -> tuple[str, float] | None:
     """("duration", seconds) or ("size", bytes) for a unit word, else None."""
     for dim, table in (("duration", _DURATION), ("size", _SIZE)):
-        hit = _lookup(table, unit) if _HANGUL.search(unit) else table.get(unit) or table.get(stem(unit))
+        if _HANGUL.search(unit):  # "초로", "시간이다": the unit opens the word
+            hit = next((table[unit[:end]] for end in range(len(unit), 0, -1) if unit[:end] in table), None)
+        else:
+            hit = table.get(unit) or table.get(stem(unit))
         if hit is not None:
             return dim, float(hit)  # type: ignore[arg-type]
     return None
@@ -285,7 +294,9 @@ def _values(text: str, entities: tuple[str, ...]) -> tuple[dict[str, set[str]], 
         add("ordinal", m.group(1))
         return " "
 
-    rest = _TIME.sub(time, folded)
+    rest = _PHRASE_RE.sub(lambda m: _PHRASES[m.group(1)], folded)
+    rest = _HALF.sub("0.5 ", rest)
+    rest = _TIME.sub(time, rest)
     rest = _ADDRESS.sub(address, rest)
     rest = _ORDINAL.sub(ordinal, rest)
     rest = _ONE.sub("1 ", rest)
@@ -309,7 +320,12 @@ def _values(text: str, entities: tuple[str, ...]) -> tuple[dict[str, set[str]], 
         for n in _names_in(text)
         if n not in ("am", "pm") and re.search(rf"(?<![a-z0-9]){re.escape(n)}(?![a-z0-9])", rest)
     }
-    name_set = {n for n in names if not (concept(n) or n in _STANCE or n in _SCOPE or n in _WEEKDAY)}
+    # a capitalised concept word is a name when the concept is a subject ("Teams", the product), not an attribute
+    name_set = {
+        n
+        for n in names
+        if not ((concept(n) not in (None, *_SUBJECT_CONCEPTS)) or n in _STANCE or n in _SCOPE or n in _WEEKDAY)
+    }
     name_set |= {fold(e) for e in entities}
     rest = _NUMBER_WORD_RE.sub(lambda m: str(_NUMBER_WORD[m.group(1)]), rest)
     for m in _QUANTITY.finditer(rest):
@@ -354,6 +370,8 @@ def claim_of(s: Statement) -> Claim:
         w = t.stem.lstrip("0123456789")
         if not w or t.text in spent or w in spent or t.text in _NUMBER_WORD or t.text.isdigit():
             continue
+        if t.text in ents or any(cue in t.text for cue in _CUES_KO):
+            continue  # an entity's own words ("atlas-web") are not its scope; a Korean cue is no attribute
         scope = _lookup(_SCOPE, t.text) or _lookup(_SCOPE, w)
         if scope:
             scopes.add(str(scope))
@@ -376,6 +394,8 @@ def claim_of(s: Statement) -> Claim:
         ):
             continue
         word = str(known or w)
+        if word in _SUBJECT_CONCEPTS:
+            continue
         if word in ents or w in ents or t.text in ents:
             continue
         if word not in words:
@@ -391,6 +411,8 @@ def claim_of(s: Statement) -> Claim:
     for v in sorted(set(_names_in(s.title)), key=len, reverse=True):
         masked = re.sub(rf"(?i)(?<!\w){re.escape(v)}(?!\w)", "X", masked)
     masked = re.sub(r"#[\w-]+|\d+(?:[.:,]\d+)*", "X", masked)
+    if re.search(r"\bUS\b", text):  # "US" in capitals is the country, not the pronoun
+        scopes.add("us")
     return Claim(
         lang=language(text),
         subject=subject,

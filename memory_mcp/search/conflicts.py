@@ -220,19 +220,28 @@ def assess(
     new_words = a.words - b.entity_words - b.names
     old_words = b.words - a.entity_words - a.names
     opening = _opening(a, b)
+    any_hit = _matched(frozenset(new_words), frozenset(old_words))  # before the shared opening is set aside
     new_words, old_words = frozenset(new_words - opening), frozenset(old_words - opening)
     hit_new, hit_old = _matched(new_words, old_words), _matched(old_words, new_words)
     small = min(len(new_words), len(old_words))
     overlap = max(len(hit_new), len(hit_old)) / small if small else 0.0
+    # the titles alone: a body's extra words ("waits before timing out") dilute the whole-text overlap
+    new_title = frozenset(a.title_words) - b.entity_words - b.names - opening
+    old_title = frozenset(b.title_words) - a.entity_words - a.names - opening
+    small_title = min(len(new_title), len(old_title))
+    title_overlap = len(_matched(new_title, old_title)) / small_title if small_title else 0.0
     changed, agreed = _values_compared(a, b)
     old_stance, new_stance = dict(b.stances), dict(a.stances)
     stance_flip = sorted(ax for ax, side in new_stance.items() if old_stance.get(ax) not in (None, side))
     stance_same = sorted(ax for ax, side in new_stance.items() if old_stance.get(ax) == side)
     specific = [k for k in changed + agreed if k.startswith(_SPECIFIC_KEYS) or k in ("weekday", "duration", "size")]
     reasons: list[str] = []
-    same = overlap >= SAME_ATTRIBUTE
+    same = overlap >= SAME_ATTRIBUTE or title_overlap >= SAME_ATTRIBUTE
     if same:
         reasons.append(f"same attribute: {', '.join(sorted(hit_new | hit_old)[:6])}")
+    elif any_hit and [k for k in specific if k != "number"]:
+        same = True  # a shared word and a value of one kind: "timeout … 30 seconds" / "timeout to 45s"
+        reasons.append(f"same attribute: {', '.join(sorted(any_hit)[:3])} ({', '.join(specific[:2])})")
     elif not new_words and not old_words and (changed or agreed or stance_flip or stance_same):
         same = True  # nothing but a value or a side on either: "Standup is at 9:30" / "moved to 10:00"
         reasons.append(f"same attribute: {', '.join((changed + agreed + stance_flip + stance_same)[:3])}")
