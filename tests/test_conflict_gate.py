@@ -279,3 +279,60 @@ async def test_reindex_closes_old_gate_false_alarms_and_keeps_real_and_resolved_
         bytes_before = {p: p.read_bytes() for p in memories.glob("*.md")}
         assert (await tools.ok("memory_reindex"))["auto_closed"] == []
         assert {p: p.read_bytes() for p in memories.glob("*.md")} == bytes_before
+
+
+# ---------------------------------------------------------------- issue 25: the attribute, not the entity
+
+
+@pytest.mark.anyio
+async def test_same_entity_other_attributes_are_related_and_only_the_attribute_conflicts(
+    tools: Tools, store: Path
+) -> None:
+    owner = await _say(tools, "Search service is owned by Priya", "search-service", "priya-nair")
+    alerts = await _say(tools, "Search service alerts go to #search-alerts", "search-service")
+    version = await _say(tools, "Search service uses Elasticsearch 8.11", "search-service", "elasticsearch")
+    staging = await _say(tools, "Search service request timeout on staging is 30 seconds", "search-service")
+    dana = await _say(tools, "Search service is now owned by Dana", "search-service", "dana-cho")
+    # a name, a version and a channel about other attributes are not changed values
+    assert [c["id"] for c in dana["conflicts"]] == [owner["id"]]
+    assert {r["id"] for r in dana["related"]} >= {alerts["id"], version["id"]}
+    assert [e["with"] for e in frontmatter(store / dana["path"])["conflicts"]] == [owner["id"]]
+    # another scope of one attribute is complementary; an agreeing paraphrase is a near-duplicate
+    production = await _say(tools, "Search service request timeout in production is 60 seconds", "search-service")
+    assert production["conflicts"] == []
+    assert "different scopes" in next(r for r in production["related"] if r["id"] == staging["id"])["reasons"][0]
+    again = await _say(tools, "Dana owns the search service", "search-service", "dana-cho")
+    assert [c["id"] for c in again["conflicts"]] == [owner["id"]]  # still not Priya; but it agrees with Dana's
+    twin = next(r for r in again["related"] if r["id"] == dana["id"])
+    assert twin["kind"] == "near-duplicate" and twin["reasons"][0].startswith(f"near-duplicate of {dana['id']}")
+    # a version of the same thing is one attribute, across languages too (concepts, durations in seconds)
+    upgraded = await _say(tools, "Search service upgraded to Elasticsearch 8.15", "search-service", "elasticsearch")
+    assert [c["id"] for c in upgraded["conflicts"]] == [version["id"]]
+    ttl = await _say(tools, "Redis session TTL is 24 hours", "redis")
+    korean = await _say(tools, "Redis 세션 TTL은 1시간이다", "redis")
+    assert [c["id"] for c in korean["conflicts"]] == [ttl["id"]]
+    assert "value changed: duration 86400 s → 3600 s" in korean["conflicts"][0]["reasons"]
+
+
+@pytest.mark.anyio
+async def test_a_flipped_stance_without_a_negation_word_conflicts(tools: Tools) -> None:
+    polite = await _say(tools, "민수에게는 존댓말로 답한다", "minsu", type="preference")
+    casual = await _say(tools, "민수에게는 반말로 답한다", "minsu", type="preference")
+    assert [c["id"] for c in casual["conflicts"]] == [polite["id"]]
+    assert "opposite stance: register" in casual["conflicts"][0]["reasons"]
+
+
+@pytest.mark.anyio
+async def test_same_body_under_two_titles_is_a_near_duplicate_and_recall_serves_one(tools: Tools, store: Path) -> None:
+    body = "The nightly export job writes a CSV of all orders to the finance bucket at 01:00 UTC."
+    english = await _say(tools, "Nightly orders CSV export", "orders-export", body=body)
+    korean = await _say(tools, "주문 CSV 야간 내보내기", "orders-export", body=body)
+    assert korean["created"] is True and korean["conflicts"] == []
+    assert "conflicts" not in frontmatter(store / korean["path"])
+    [twin] = korean["related"]
+    assert (twin["id"], twin["kind"]) == (english["id"], "near-duplicate")
+    assert twin["reasons"] == [f"near-duplicate of {english['id']}: the same body under another title"]
+    found = await tools.recall("nightly export CSV orders finance bucket")
+    ids = [r["id"] for r in found["results"]]
+    assert len({english["id"], korean["id"]} & set(ids)) == 1
+    assert [c["reason"] for c in found["collapsed"]] == ["same body"]

@@ -297,6 +297,11 @@ def assess(
     value_changed = bool(changed) or (not by_embedding and (bool(old_names and new_names) or bool(named_old)))
     if value_changed or stance_flip or (negation and not by_embedding):
         return Assessment(True, reasons, sim, judged=True)
+    subjects = {a.subject or "", b.subject or ""}
+    same_names = sorted(
+        n for n in a.names & b.names if n not in broad_entities and not subjects <= entity_words((n,))
+    )  # both name the same value: "Dana owns search" / "search is now owned by Dana"
+    agreed += same_names
     if agreed or stance_same:
         return Assessment(
             False,

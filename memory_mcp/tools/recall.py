@@ -8,6 +8,7 @@ from ..canon import files as canon
 from ..domain.errors import InputError
 from ..domain.models import CollapsedResult, RecallAnswer, RecallResult
 from ..domain.vocabulary import RECALL_MODES, MemoryType, State, Trust
+from ..domain.text import fold
 from ..index import db as ix
 from ..index import reads
 from ..index import vectors as vector_table
@@ -252,5 +253,8 @@ def _dup_candidates(
             continue
         blob = vecs.get((r.scope, r.id))
         vec = vector_table.unpack(blob) if blob is not None else None
-        out.append(sem.DupCandidate(key, t[2], sem.words(f"{t[0]}\n{t[1]}"), vec))
+        body = " ".join(fold(t[1]).split())
+        out.append(
+            sem.DupCandidate(key, t[2], sem.words(f"{t[0]}\n{t[1]}"), vec, body if len(body.split()) >= 4 else "")
+        )
     return out
