@@ -7,8 +7,8 @@ from collections.abc import Sequence
 from ..canon import files as canon
 from ..domain.errors import InputError
 from ..domain.models import CollapsedResult, RecallAnswer, RecallResult
-from ..domain.vocabulary import RECALL_MODES, MemoryType, State, Trust
 from ..domain.text import fold
+from ..domain.vocabulary import RECALL_MODES, MemoryType, State, Trust
 from ..index import db as ix
 from ..index import reads
 from ..index import vectors as vector_table
