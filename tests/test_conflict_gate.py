@@ -336,3 +336,33 @@ async def test_same_body_under_two_titles_is_a_near_duplicate_and_recall_serves_
     ids = [r["id"] for r in found["results"]]
     assert len({english["id"], korean["id"]} & set(ids)) == 1
     assert [c["reason"] for c in found["collapsed"]] == ["same body"]
+
+
+@pytest.mark.anyio
+async def test_reindex_closes_an_old_gate_pair_about_another_attribute_of_one_entity(store: Path) -> None:
+    memories = store / "memories"
+    stamp = "created: 2026-11-02T10:00:00Z\nupdated: 2026-11-02T10:00:00Z\n"
+    write_file(
+        memories / "es-000001.md",
+        "---\nid: 01M8000000000000000000ES01\ntype: fact\nstate: active\nentities: [search-service, elasticsearch]\n"
+        "created: 2026-11-01T10:00:00Z\nupdated: 2026-11-01T10:00:00Z\n---\n# Search service uses Elasticsearch 8.11\n\n"
+        "Search service uses Elasticsearch 8.11.\n",
+    )
+    # what the old gate wrote: "same entity and a name changed" (Elasticsearch → Dana)
+    dana = memories / "dana-000002.md"
+    write_file(
+        dana,
+        f"---\nid: 01M8000000000000000000DA01\ntype: fact\nstate: active\nentities: [search-service, dana-cho]\n"
+        f"{stamp}conflicts:\n  - with: 01M8000000000000000000ES01\n    status: open\n"
+        "    detected: 2026-11-02T10:00:00Z\n---\n# Search service is now owned by Dana\n\n"
+        "Search service is now owned by Dana.\n",
+    )
+    async with stdio_tools(store) as tools:
+        assert (await tools.status())["unresolved_conflicts_total"] == 1
+        closed = (await tools.ok("memory_reindex"))["auto_closed"]
+        assert [(c["recorded_in"], c["other_id"]) for c in closed] == [
+            ("01M8000000000000000000DA01", "01M8000000000000000000ES01")
+        ]
+        assert closed[0]["reasons"][0].startswith("another attribute")
+        assert _entry(dana, "01M8000000000000000000ES01")["resolution"] == "auto-closed"
+        assert (await tools.status())["unresolved_conflicts_total"] == 0
