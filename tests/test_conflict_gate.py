@@ -14,16 +14,8 @@ from pathlib import Path
 
 import pytest
 
-from memory_mcp.search.conflicts import (
-    Statement,
-    assess,
-    content_words,
-    negated,
-    replacement_cues,
-    subject_of,
-    subject_phrase,
-    values_of,
-)
+from memory_mcp.search.claims import Statement, claim_of, negated, replacement_cues
+from memory_mcp.search.conflicts import assess
 
 from .helpers import EXAMPLE_STORE, Tools, frontmatter, stdio_tools, write_file
 
@@ -38,22 +30,43 @@ def _s(title: str, entities: tuple[str, ...] = (), type: str = "fact", body: str
 # ---------------------------------------------------------------- evidence functions
 
 
-def test_content_words_leave_out_entities_function_words_generic_verbs_and_numbers() -> None:
-    words = content_words("Alice wants tabs in atlas-web for the 2 frontend repos", ("alice-kim", "atlas-web"))
-    assert words == {"tab", "frontend", "repo"}
-    assert content_words("Redis 세션 TTL은 24시간이다", ("redis",)) == {"세션", "ttl", "시간"}
-    assert "now" not in content_words("CI now runs on GitHub Actions")  # a cue, not an attribute
+def _claim(title: str, entities: tuple[str, ...] = ()):
+    return claim_of(_s(title, entities))
 
 
-def test_values_are_numbers_weekdays_identifiers_names_and_entities() -> None:
-    assert {"24", "1"} <= values_of("TTL lowered from 24 hours to 1 hour")
-    assert {"thu", "tue"} <= values_of("Releases move from Tuesdays to Thursdays")
-    assert {"mon", "wed"} <= values_of("La reunión pasa a los miércoles en lugar de los lunes")
-    assert "tue" in values_of("팀 회의는 화요일에 한다")
-    assert "eu-west-1" in values_of("Staging runs in eu-west-1")
-    assert {"heroku", "aws", "ecs"} <= values_of("atlas-api moves from Heroku to AWS ECS")
-    assert "staging" not in values_of("Staging resets every night")  # a capital at a sentence start is not a name
-    assert "redis" in values_of("keys expire", ("redis",))
+# The gate was rebuilt for issue 25 (attribute, not entity): `content_words`, `values_of`, `subject_of` and
+# `subject_phrase` became one `Claim` per statement (search/claims.py); these tests ask the same questions of it.
+
+
+def test_attribute_words_leave_out_entities_values_scopes_stances_function_words_and_cues() -> None:
+    tabs = _claim("Alice wants tabs in atlas-web for the 2 frontend repos", ("alice-kim", "atlas-web"))
+    assert tabs.words == {"repo"}  # tabs is a side taken (indentation), frontend a scope
+    assert (tabs.stances, tabs.scopes) == ((("indent", "tab"),), frozenset({"frontend"}))
+    assert _claim("Redis 세션 TTL은 24시간이다", ("redis",)).words == {"session", "ttl"}  # 세션 → session
+    assert _claim("CI now runs on GitHub Actions").words == frozenset()  # a cue, a generic verb and a name
+    # one attribute in other words and languages meets on its concept
+    owners = [_claim(t).words for t in ("Dana owns search", "El responsable es Marco", "담당자는 지현이다")]
+    assert all("owner" in w for w in owners)
+
+
+def test_values_are_typed_so_only_values_of_one_kind_compare() -> None:
+    def values(text: str, entities: tuple[str, ...] = ()) -> dict:
+        return dict(_claim(text, entities).values)
+
+    assert values("TTL lowered from 24 hours to 1 hour") == {"duration": {"86400", "3600"}}
+    assert values("The TTL is one day") == {"duration": {"86400"}}  # the same value as "24 hours"
+    assert values("Releases move from Tuesdays to Thursdays") == {"weekday": {"tue", "thu"}}
+    assert values("La reunión pasa a los miércoles en lugar de los lunes") == {"weekday": {"wed", "mon"}}
+    assert values("팀 회의는 화요일에 한다") == {"weekday": {"tue"}}
+    assert values("Staging runs in eu-west-1") == {"code": {"eu-west-1"}}
+    assert values("Search service uses Elasticsearch 8.11") == {"version:elasticsearch": {"8.11"}}
+    assert values("The cluster has 12 nodes") == {"unit:node": {"12"}}  # not a version, not a duration
+    assert values("Two approvals") == values("dos aprobaciones") == {"unit:approval": {"2"}}
+    assert values("Standup at 9:30; 오후 3시") == {"time": {"09:30", "15:00"}}
+    assert values("Alerts go to #ops-alerts") == {"channel": {"#ops-alerts"}}
+    assert values("Commit messages in English") == values("커밋 메시지는 영어로") == {"language": {"en"}}
+    assert {"heroku", "aws", "ecs"} <= _claim("atlas-api moves from Heroku to AWS ECS").names
+    assert "staging" not in _claim("Staging resets every night").names  # a capital at a sentence start
 
 
 def test_replacement_cues_in_english_korean_and_spanish() -> None:
@@ -65,13 +78,19 @@ def test_replacement_cues_in_english_korean_and_spanish() -> None:
     assert replacement_cues("Knowledge about the nowhere service") == []  # whole words only
 
 
-def test_negation_subject_and_opening_phrase() -> None:
+def test_negation_stance_subject_and_language() -> None:
     assert negated("Commit messages do not need to be in English") and not negated("Commit messages in English")
     assert negated("VPN은 더 이상 OpenVPN을 쓰지 않는다") and negated("Ya no usamos Slack: sin chat")
-    assert subject_of("Bob prefers pytest") == "bob"
-    assert subject_of("The team uses Jira") == "team"
-    assert subject_of("민수는 탭 들여쓰기를 선호한다") == "민수"
-    assert subject_phrase("배포 서버는 Ubuntu를 쓴다", "배포 서버 로그는 /var/log에 있다", ()) == {"배포", "서버"}
+    assert _claim("Feature flags are disabled in staging").stances == (("enabled", "-"),)
+    assert _claim("민수에게는 반말로 답한다").stances == (("register", "-"),)  # a side taken without a negation
+    assert _claim("Bob prefers pytest").subject == "bob"
+    assert _claim("The team uses Jira").subject == "team"
+    assert _claim("민수는 탭 들여쓰기를 선호한다").subject == "민수"
+    assert [_claim(t).lang for t in ("El equipo usa Slack", "팀은 Slack을 쓴다", "The team uses Slack")] == [
+        "es",
+        "ko",
+        "en",
+    ]
 
 
 def test_assess_separates_conflicts_from_related_and_says_why() -> None:
@@ -154,7 +173,8 @@ async def test_replacements_are_conflicts_complementary_facts_are_related(tools:
     )
     assert [c["id"] for c in lowered["conflicts"]] == [ttl["id"]]
     reasons = lowered["conflicts"][0]["reasons"]
-    assert any(r.startswith("value changed: 24") for r in reasons) and "replacement cue: lowered" in reasons
+    # values are typed since issue 25: both are durations, compared in seconds
+    assert "value changed: duration 86400 s → 3600 s" in reasons and "replacement cue: lowered" in reasons
     assert [r["id"] for r in lowered["related"]] == [port["id"]]
     status = await tools.status()
     assert [{u["a_id"], u["b_id"]} for u in status["unresolved_conflicts"]] == [{ttl["id"], lowered["id"]}]
@@ -259,3 +279,90 @@ async def test_reindex_closes_old_gate_false_alarms_and_keeps_real_and_resolved_
         bytes_before = {p: p.read_bytes() for p in memories.glob("*.md")}
         assert (await tools.ok("memory_reindex"))["auto_closed"] == []
         assert {p: p.read_bytes() for p in memories.glob("*.md")} == bytes_before
+
+
+# ---------------------------------------------------------------- issue 25: the attribute, not the entity
+
+
+@pytest.mark.anyio
+async def test_same_entity_other_attributes_are_related_and_only_the_attribute_conflicts(
+    tools: Tools, store: Path
+) -> None:
+    owner = await _say(tools, "Search service is owned by Priya", "search-service", "priya-nair")
+    alerts = await _say(tools, "Search service alerts go to #search-alerts", "search-service")
+    version = await _say(tools, "Search service uses Elasticsearch 8.11", "search-service", "elasticsearch")
+    staging = await _say(tools, "Search service request timeout on staging is 30 seconds", "search-service")
+    dana = await _say(tools, "Search service is now owned by Dana", "search-service", "dana-cho")
+    # a name, a version and a channel about other attributes are not changed values
+    assert [c["id"] for c in dana["conflicts"]] == [owner["id"]]
+    assert {r["id"] for r in dana["related"]} >= {alerts["id"], version["id"]}
+    assert [e["with"] for e in frontmatter(store / dana["path"])["conflicts"]] == [owner["id"]]
+    # another scope of one attribute is complementary; an agreeing paraphrase is a near-duplicate
+    production = await _say(tools, "Search service request timeout in production is 60 seconds", "search-service")
+    assert production["conflicts"] == []
+    assert "different scopes" in next(r for r in production["related"] if r["id"] == staging["id"])["reasons"][0]
+    again = await _say(tools, "Dana owns the search service", "search-service", "dana-cho")
+    assert [c["id"] for c in again["conflicts"]] == [owner["id"]]  # still not Priya; but it agrees with Dana's
+    twin = next(r for r in again["related"] if r["id"] == dana["id"])
+    assert twin["kind"] == "near-duplicate" and twin["reasons"][0].startswith(f"near-duplicate of {dana['id']}")
+    # a version of the same thing is one attribute, across languages too (concepts, durations in seconds)
+    upgraded = await _say(tools, "Search service upgraded to Elasticsearch 8.15", "search-service", "elasticsearch")
+    assert [c["id"] for c in upgraded["conflicts"]] == [version["id"]]
+    ttl = await _say(tools, "Redis session TTL is 24 hours", "redis")
+    korean = await _say(tools, "Redis 세션 TTL은 1시간이다", "redis")
+    assert [c["id"] for c in korean["conflicts"]] == [ttl["id"]]
+    assert "value changed: duration 86400 s → 3600 s" in korean["conflicts"][0]["reasons"]
+
+
+@pytest.mark.anyio
+async def test_a_flipped_stance_without_a_negation_word_conflicts(tools: Tools) -> None:
+    polite = await _say(tools, "민수에게는 존댓말로 답한다", "minsu", type="preference")
+    casual = await _say(tools, "민수에게는 반말로 답한다", "minsu", type="preference")
+    assert [c["id"] for c in casual["conflicts"]] == [polite["id"]]
+    assert "opposite stance: register" in casual["conflicts"][0]["reasons"]
+
+
+@pytest.mark.anyio
+async def test_same_body_under_two_titles_is_a_near_duplicate_and_recall_serves_one(tools: Tools, store: Path) -> None:
+    body = "The nightly export job writes a CSV of all orders to the finance bucket at 01:00 UTC."
+    english = await _say(tools, "Nightly orders CSV export", "orders-export", body=body)
+    korean = await _say(tools, "주문 CSV 야간 내보내기", "orders-export", body=body)
+    assert korean["created"] is True and korean["conflicts"] == []
+    assert "conflicts" not in frontmatter(store / korean["path"])
+    [twin] = korean["related"]
+    assert (twin["id"], twin["kind"]) == (english["id"], "near-duplicate")
+    assert twin["reasons"] == [f"near-duplicate of {english['id']}: the same body under another title"]
+    found = await tools.recall("nightly export CSV orders finance bucket")
+    ids = [r["id"] for r in found["results"]]
+    assert len({english["id"], korean["id"]} & set(ids)) == 1
+    assert [c["reason"] for c in found["collapsed"]] == ["same body"]
+
+
+@pytest.mark.anyio
+async def test_reindex_closes_an_old_gate_pair_about_another_attribute_of_one_entity(store: Path) -> None:
+    memories = store / "memories"
+    stamp = "created: 2026-11-02T10:00:00Z\nupdated: 2026-11-02T10:00:00Z\n"
+    write_file(
+        memories / "es-000001.md",
+        "---\nid: 01M8000000000000000000ES01\ntype: fact\nstate: active\nentities: [search-service, elasticsearch]\n"
+        "created: 2026-11-01T10:00:00Z\nupdated: 2026-11-01T10:00:00Z\n---\n# Search service uses Elasticsearch 8.11\n\n"
+        "Search service uses Elasticsearch 8.11.\n",
+    )
+    # what the old gate wrote: "same entity and a name changed" (Elasticsearch → Dana)
+    dana = memories / "dana-000002.md"
+    write_file(
+        dana,
+        f"---\nid: 01M8000000000000000000DA01\ntype: fact\nstate: active\nentities: [search-service, dana-cho]\n"
+        f"{stamp}conflicts:\n  - with: 01M8000000000000000000ES01\n    status: open\n"
+        "    detected: 2026-11-02T10:00:00Z\n---\n# Search service is now owned by Dana\n\n"
+        "Search service is now owned by Dana.\n",
+    )
+    async with stdio_tools(store) as tools:
+        assert (await tools.status())["unresolved_conflicts_total"] == 1
+        closed = (await tools.ok("memory_reindex"))["auto_closed"]
+        assert [(c["recorded_in"], c["other_id"]) for c in closed] == [
+            ("01M8000000000000000000DA01", "01M8000000000000000000ES01")
+        ]
+        assert closed[0]["reasons"][0].startswith("another attribute")
+        assert _entry(dana, "01M8000000000000000000ES01")["resolution"] == "auto-closed"
+        assert (await tools.status())["unresolved_conflicts_total"] == 0

@@ -8,11 +8,14 @@ from __future__ import annotations
 
 from collections.abc import Callable
 from dataclasses import dataclass, field
-from typing import Any
+from typing import Any, Literal
 
 from pydantic import BaseModel, Field
 
 from .vocabulary import MemoryType, State, Trust
+
+# what the conflict gate calls a neighbour it does not record (search/conflicts.py)
+NeighbourKind = Literal["related", "near-duplicate", "possible-conflict"]
 
 
 @dataclass
@@ -319,6 +322,11 @@ class RelatedMemory(BaseModel):
     title: str
     shared_entities: list[str]
     text_similarity: float
+    kind: NeighbourKind = Field(
+        default="related",
+        description="related (another attribute or subject), near-duplicate (says the same: the same body, or an "
+        "agreeing paraphrase) or possible-conflict (same attribute in other words: too weak to record).",
+    )
     reasons: list[str] = Field(default_factory=list, description="Why the gate did not count it as a conflict.")
 
 

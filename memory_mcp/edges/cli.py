@@ -582,7 +582,10 @@ def _remember_text(a: RememberAnswer) -> str:
             + ("; the newer may win (latest_wins_eligible)" if c.latest_wins_eligible else "")
         )
         lines += [f"  because {reason}" for reason in c.reasons]
-    lines += [f"related (not a conflict) {r.id} ({r.title}); shared {r.shared_entities}" for r in a.related]
+    lines += [
+        f"{r.kind} (not a conflict) {r.id} ({r.title}); shared entities: {', '.join(r.shared_entities) or 'none'}"
+        for r in a.related
+    ]
     if a.conflicts:
         lines.append("-- resolve with the memory_update tool (op=resolve_conflict) or in the browser view")
     return "\n".join(lines)

@@ -6,40 +6,53 @@ import sqlite3
 from collections.abc import Sequence
 
 
-def broad_entities(conn: sqlite3.Connection, entities: Sequence[str], min_count: int) -> frozenset[str]:
-    """The entities of `entities` that at least `min_count` active memories carry."""
+def entity_counts(conn: sqlite3.Connection, entities: Sequence[str]) -> dict[str, int]:
+    """How many active memories carry each of `entities` (absent: none)."""
     if not entities:
-        return frozenset()
+        return {}
     marks = ",".join("?" * len(entities))
     rows = conn.execute(
-        f"SELECT e.entity FROM entities e JOIN memories m ON m.rowid = e.memory_rowid "
-        f"WHERE e.entity IN ({marks}) AND m.state = 'active' GROUP BY e.entity HAVING count(*) >= ?",
-        [*entities, min_count],
+        f"SELECT e.entity, count(*) FROM entities e JOIN memories m ON m.rowid = e.memory_rowid "
+        f"WHERE e.entity IN ({marks}) AND m.state = 'active' GROUP BY e.entity",
+        list(entities),
     )
-    return frozenset(r[0] for r in rows)
+    return {r[0]: r[1] for r in rows}
 
 
-def rowids_sharing_an_entity(conn: sqlite3.Connection, entities: Sequence[str], mem_type: str) -> set[int]:
-    """Active memories of this type carrying one of `entities`."""
-    marks = ",".join("?" * len(entities))
+def rowids_sharing_an_entity(conn: sqlite3.Connection, entities: Sequence[str], types: Sequence[str]) -> set[int]:
+    """Active memories of these types carrying one of `entities`."""
+    if not entities:
+        return set()
+    marks, kinds = ",".join("?" * len(entities)), ",".join("?" * len(types))
     return {
         r[0]
         for r in conn.execute(
             f"SELECT e.memory_rowid FROM entities e JOIN memories m ON m.rowid = e.memory_rowid "
-            f"WHERE e.entity IN ({marks}) AND m.type = ? AND m.state = 'active'",
-            [*entities, mem_type],
+            f"WHERE e.entity IN ({marks}) AND m.type IN ({kinds}) AND m.state = 'active'",
+            [*entities, *types],
         )
     }
 
 
-def rowids_matching_words(conn: sqlite3.Connection, expression: str, mem_type: str) -> set[int]:
-    """The 20 best active memories of this type for an FTS5 word expression (already quoted)."""
+def rowids_matching_words(
+    conn: sqlite3.Connection, expression: str, types: Sequence[str], limit: int, entities: Sequence[str] = ()
+) -> set[int]:
+    """The `limit` best active memories of these types for an FTS5 word expression (already quoted); with
+    `entities`, only among the memories carrying one of them."""
+    kinds = ",".join("?" * len(types))
+    carrying = ""
+    if entities:
+        carrying = (
+            f" AND h.rowid IN (SELECT memory_rowid FROM entities WHERE entity IN ({','.join('?' * len(entities))}))"
+        )
+    # the matches first (MATERIALIZED), then the filters: probing the FTS table row by row per entity is slow
     return {
         r[0]
         for r in conn.execute(
-            "SELECT f.rowid FROM fts_word f JOIN memories m ON m.rowid = f.rowid "
-            "WHERE fts_word MATCH ? AND m.type = ? AND m.state = 'active' ORDER BY rank LIMIT 20",
-            (expression, mem_type),
+            "WITH h AS MATERIALIZED (SELECT rowid, rank FROM fts_word WHERE fts_word MATCH ?) "
+            f"SELECT h.rowid FROM h JOIN memories m ON m.rowid = h.rowid "
+            f"WHERE m.type IN ({kinds}) AND m.state = 'active'{carrying} ORDER BY h.rank LIMIT ?",
+            (expression, *types, *entities, limit),
         )
     }
 

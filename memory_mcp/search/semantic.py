@@ -296,6 +296,7 @@ class DupCandidate:
     same: str  # equality key: the memory's norm_hash (normalised title + body); unique for documents
     words: frozenset[str]
     vec: array | None = None  # unpacked once: collapse compares each result with every kept one
+    body: str = ""  # the folded body when it has at least `min_words` words: the same body under two titles
 
 
 @dataclass
@@ -326,6 +327,9 @@ def collapse(
         for k in kept:
             if cand.same == k.same:
                 reason, against = "same text", k
+                break
+            if cand.body and cand.body == k.body:  # one statement filed twice, e.g. a Korean and an English title
+                reason, against = "same body", k
                 break
             if min(len(cand.words), len(k.words)) >= min_words:
                 j = jaccard(cand.words, k.words)

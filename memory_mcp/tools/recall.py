@@ -7,7 +7,7 @@ from collections.abc import Sequence
 from ..canon import files as canon
 from ..domain.errors import InputError
 from ..domain.models import CollapsedResult, OpenConflict, RecallAnswer, RecallResult
-from ..domain.text import clip
+from ..domain.text import clip, fold
 from ..domain.textinput import check_text
 from ..domain.vocabulary import RECALL_MODES, MemoryType, State, Trust
 from ..index import conflicts as conflict_table
@@ -311,5 +311,8 @@ def _dup_candidates(
             continue
         blob = vecs.get((r.scope, r.id))
         vec = vector_table.unpack(blob) if blob is not None else None
-        out.append(sem.DupCandidate(key, t[2], sem.words(f"{t[0]}\n{t[1]}"), vec))
+        body = " ".join(fold(t[1]).split())
+        out.append(
+            sem.DupCandidate(key, t[2], sem.words(f"{t[0]}\n{t[1]}"), vec, body if len(body.split()) >= 4 else "")
+        )
     return out

@@ -86,6 +86,7 @@ def remember(
             near_text=svc.limits.near_text_similarity,
             max_conflicts=svc.limits.max_conflicts,
             max_related=svc.limits.max_related,
+            embed=svc.semantic.embed if svc.semantic.available() else None,
         )
         handoff = mem_type is MemoryType.HANDOFF
         neighbours = [n for n in found.conflicts if n.id not in supersedes and not handoff]
