@@ -204,12 +204,14 @@ class HttpServer:
 
 @contextmanager
 def http_server(
-    root: Path, *args: str, env: dict[str, str] | None = None, token_file: Path | None = None
+    root: Path, *args: str, env: dict[str, str] | None = None, token_file: Path | None = None, pass_token_file=True
 ) -> Iterator[HttpServer]:
-    """`memory-mcp --store root serve --http --port 0 ARGS`, stopped (SIGTERM, then SIGKILL) when the block ends."""
+    """`memory-mcp --store root serve --http --port 0 [--token-file F] ARGS`, stopped (SIGTERM, then SIGKILL)
+    when the block ends. `token_file` defaults to `http-token` beside the store; with `pass_token_file=False`
+    the server finds its own (at `token_file`, which the caller then names)."""
     token_file = token_file or root.parent / "http-token"
     cmd = [sys.executable, "-m", "memory_mcp", "--store", str(root), "serve", "--http", "--port", "0"]
-    cmd += ["--token-file", str(token_file), *args]
+    cmd += [*(["--token-file", str(token_file)] if pass_token_file else []), *args]
     proc = subprocess.Popen(
         cmd,
         stdin=subprocess.DEVNULL,
