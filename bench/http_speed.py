@@ -100,7 +100,9 @@ async def level(http: Http, clients: int, qs: list[str], seconds: float) -> dict
 
 
 async def stdio_level(store: Path, env: dict[str, str], qs: list[str], seconds: float) -> dict:
-    params = mcp.StdioServerParameters(command=sys.executable, args=["-m", "memory_mcp", "--store", str(store)], env=env)
+    params = mcp.StdioServerParameters(
+        command=sys.executable, args=["-m", "memory_mcp", "--store", str(store)], env=env
+    )
     latencies: list[float] = []
     async with mcp.Client(params) as c:
         await c.call_tool("memory_status", {})
