@@ -207,6 +207,10 @@ def test_unsafe_starts_are_refused_before_listening(tmp_path: Path) -> None:
         assert done.returncode == 2, (args, done.stderr)
         assert message in done.stderr, (args, done.stderr)
         assert "MCP over Streamable HTTP at" not in done.stderr
+    # HTTP options without --http are refused, not ignored (stdio would start and the port be forgotten)
+    cmd = [sys.executable, "-m", "memory_mcp", "--store", str(store), "serve", "--port", "9000", "--no-auth"]
+    done = subprocess.run(cmd, capture_output=True, text=True, env=server_env(store), timeout=60)
+    assert done.returncode == 2 and "--port, --no-auth: only with --http" in done.stderr, done.stderr
     assert not store.exists()
 
 

@@ -93,6 +93,12 @@ def _json_option(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--json", action="store_true", help="print the structured answer as JSON (for scripts)")
 
 
+# the options that mean something only with `serve --http` (refused without it rather than ignored)
+HTTP_ONLY = (
+    "--host", "--port", "--token-file", "--allow-remote", "--allow-host", "--allow-origin", "--public-url", "--no-auth",
+)  # fmt: skip
+
+
 def _http_options(parser: argparse.ArgumentParser) -> None:
     h = parser.add_argument_group("over HTTP (Streamable HTTP at /mcp; README: 'Serving over HTTP')")
     h.add_argument("--http", action="store_true", help="serve MCP over HTTP instead of stdio")
@@ -252,6 +258,12 @@ def _main(argv: list[str] | None) -> int:
         try:
             if getattr(args, "http", False):
                 return _serve_http(service, args)
+            given = [
+                o for o in HTTP_ONLY if getattr(args, o.lstrip("-").replace("-", "_"), None) not in (None, False, [])
+            ]
+            if given:
+                print(f"memory-mcp: {', '.join(given)}: only with --http", file=sys.stderr)
+                return EXIT_USAGE
             serve(service)
         finally:
             if ui is not None:
