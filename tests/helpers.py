@@ -9,15 +9,21 @@ calls to play the person editing their memories in an editor.
 from __future__ import annotations
 
 import os
+import queue
 import sqlite3
+import subprocess
 import sys
+import threading
 import time
-from collections.abc import AsyncIterator
-from contextlib import asynccontextmanager
+from collections.abc import AsyncIterator, Iterator
+from contextlib import asynccontextmanager, contextmanager
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
 import mcp
+from mcp.client.streamable_http import streamable_http_client
+from mcp.shared._httpx_utils import create_mcp_http_client
 from ruamel.yaml import YAML
 
 from memory_mcp.edges.server import build_server
@@ -173,3 +179,80 @@ def tamper(root: Path, sql: str, params: tuple = ()) -> None:
 
 def reconcile_of(answer: dict[str, Any]) -> dict[str, Any]:
     return answer["index"]["reconcile"]
+
+
+# ---------------------------------------------------------------- the server over Streamable HTTP
+
+
+@dataclass
+class HttpServer:
+    """A running `memory-mcp serve --http` process on a free loopback port."""
+
+    url: str  # the MCP endpoint, http://127.0.0.1:PORT/mcp
+    token_file: Path
+    process: subprocess.Popen
+    stderr_lines: list[str]
+
+    @property
+    def token(self) -> str:
+        return self.token_file.read_text(encoding="ascii").strip()
+
+    @property
+    def base(self) -> str:
+        return self.url.removesuffix("/mcp")
+
+
+@contextmanager
+def http_server(
+    root: Path, *args: str, env: dict[str, str] | None = None, token_file: Path | None = None, pass_token_file=True
+) -> Iterator[HttpServer]:
+    """`memory-mcp --store root serve --http --port 0 [--token-file F] ARGS`, stopped (SIGTERM, then SIGKILL)
+    when the block ends. `token_file` defaults to `http-token` beside the store; with `pass_token_file=False`
+    the server finds its own (at `token_file`, which the caller then names)."""
+    token_file = token_file or root.parent / "http-token"
+    cmd = [sys.executable, "-m", "memory_mcp", "--store", str(root), "serve", "--http", "--port", "0"]
+    cmd += [*(["--token-file", str(token_file)] if pass_token_file else []), *args]
+    proc = subprocess.Popen(
+        cmd,
+        stdin=subprocess.DEVNULL,
+        stdout=subprocess.DEVNULL,
+        stderr=subprocess.PIPE,
+        text=True,
+        env=server_env(root) | (env or {}),
+        cwd=str(root.parent),
+    )
+    lines: list[str] = []
+    ready: queue.Queue[str | None] = queue.Queue()
+
+    def pump() -> None:  # keeps reading so the server never blocks on a full stderr pipe
+        assert proc.stderr is not None
+        for line in proc.stderr:
+            lines.append(line)
+            if "MCP over Streamable HTTP at " in line:
+                ready.put(line)
+        ready.put(None)
+
+    threading.Thread(target=pump, daemon=True).start()
+    try:
+        line = ready.get(timeout=60)
+        if line is None:
+            raise AssertionError(f"the HTTP server did not start: {''.join(lines)}")
+        url = line.split(" at ", 1)[1].split(" ", 1)[0]
+        yield HttpServer(url, token_file, proc, lines)
+    finally:
+        proc.terminate()
+        try:
+            proc.wait(timeout=15)
+        except subprocess.TimeoutExpired:
+            proc.kill()
+            proc.wait(timeout=15)
+
+
+@asynccontextmanager
+async def http_tools(server: HttpServer, mode: str = "auto", token: str | None = "") -> AsyncIterator[Tools]:
+    """The SDK's Streamable HTTP client on `server` (token "" = the server's own; None = no header)."""
+    token = server.token if token == "" else token
+    headers = {"Authorization": f"Bearer {token}"} if token is not None else None
+    async with create_mcp_http_client(headers=headers) as http:
+        async with mcp.Client(streamable_http_client(server.url, http_client=http), mode=mode) as client:
+            yield Tools(client)

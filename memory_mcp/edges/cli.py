@@ -105,10 +105,52 @@ def _json_option(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--json", action="store_true", help="print the structured answer as JSON (for scripts)")
 
 
+# the options that mean something only with `serve --http` (refused without it rather than ignored)
+HTTP_ONLY = (
+    "--host", "--port", "--token-file", "--allow-remote", "--allow-host", "--allow-origin", "--public-url", "--no-auth",
+)  # fmt: skip
+
+
+def _http_options(parser: argparse.ArgumentParser) -> None:
+    h = parser.add_argument_group("over HTTP (Streamable HTTP at /mcp; README: 'Serving over HTTP')")
+    h.add_argument("--http", action="store_true", help="serve MCP over HTTP instead of stdio")
+    h.add_argument("--host", help="address to listen on (default: 127.0.0.1)")
+    h.add_argument("--port", type=int, metavar="N", help="TCP port (default: 8765; 0 picks a free one)")
+    h.add_argument(
+        "--token-file",
+        type=Path,
+        metavar="PATH",
+        help="the bearer token file, created (0600) when missing (default: http-token beside the user config file)",
+    )
+    h.add_argument(
+        "--allow-remote", action="store_true", help="allow a --host that is not a loopback address (use TLS in front)"
+    )
+    h.add_argument(
+        "--allow-host",
+        action="append",
+        default=[],
+        metavar="NAME",
+        help="also accept this Host header, e.g. memory.example.org (repeatable; default: loopback names only)",
+    )
+    h.add_argument(
+        "--allow-origin",
+        action="append",
+        default=[],
+        metavar="URL",
+        help="also accept this Origin header, e.g. https://app.example.org (repeatable)",
+    )
+    h.add_argument(
+        "--public-url",
+        metavar="URL",
+        help="the base URL clients use (behind a proxy), e.g. https://memory.example.org; named in the metadata",
+    )
+    h.add_argument("--no-auth", action="store_true", help="no bearer token (loopback only; any local process can call)")
+
+
 def build_parser() -> argparse.ArgumentParser:
     p = _Parser(
         prog="memory-mcp",
-        description="Local, git-friendly long-term memory for AI agents (MCP, stdio).",
+        description="Local, git-friendly long-term memory for AI agents (MCP over stdio or HTTP).",
         epilog="Global options (--store, --project-root, --config, --set) go before or after the command; "
         "given in both places, the one after the command wins (--set values add up).",
     )
@@ -121,8 +163,9 @@ def build_parser() -> argparse.ArgumentParser:
         return c
 
     both, home = "both scopes (local first) when a project is bound", "local when a project is bound, else global"
-    sv = command("serve", "serve the MCP tools over stdio (the default command)")
+    sv = command("serve", "serve the MCP tools over stdio (the default command), or over HTTP with --http")
     sv.add_argument("--ui-port", type=int, metavar="N", help="also serve the browser view on 127.0.0.1:N")
+    _http_options(sv)
 
     u = command("ui", "serve the browser view on 127.0.0.1 (URL printed on stderr)")
     u.add_argument(
@@ -367,6 +410,14 @@ def _main(argv: list[str] | None) -> int:
             )
         ui = _start_ui(service, args.ui_port) if getattr(args, "ui_port", None) is not None else None
         try:
+            if getattr(args, "http", False):
+                return _serve_http(service, args)
+            given = [
+                o for o in HTTP_ONLY if getattr(args, o.lstrip("-").replace("-", "_"), None) not in (None, False, [])
+            ]
+            if given:
+                print(f"memory-mcp: {', '.join(given)}: only with --http", file=sys.stderr)
+                return EXIT_USAGE
             serve(service)
         finally:
             if ui is not None:
@@ -382,6 +433,29 @@ def _main(argv: list[str] | None) -> int:
         return EXIT_USAGE
     finally:
         service.close()
+
+
+def _serve_http(service: MemoryService, args: argparse.Namespace) -> int:
+    from .http import DEFAULT_HOST, DEFAULT_PORT, HttpOptions, serve_http
+
+    options = HttpOptions(
+        host=args.host or DEFAULT_HOST,
+        port=DEFAULT_PORT if args.port is None else args.port,
+        token_file=args.token_file,
+        no_auth=args.no_auth,
+        allow_remote=args.allow_remote,
+        allow_hosts=args.allow_host,
+        allow_origins=args.allow_origin,
+        public_url=args.public_url,
+    )
+    try:
+        serve_http(service, options)
+    except MemoryMcpError as exc:
+        print(f"memory-mcp: {exc}", file=sys.stderr)
+        return EXIT_USAGE
+    finally:
+        service.close()
+    return EXIT_OK
 
 
 def _start_ui(service: MemoryService, port: int):

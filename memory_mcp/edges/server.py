@@ -1,4 +1,5 @@
-"""MCP edge: seven tools, the `memory://context` resource and the `memory_start` prompt over stdio.
+"""MCP edge: seven tools, the `memory://context` resource and the `memory_start` prompt (stdio here; the
+same server over Streamable HTTP in `edges/http/`).
 
 Each handler translates arguments and errors, nothing more. What the model reads is kept lean: input
 schemas without titles or `null` arms, one description per field, recall's text a compact rendering.
@@ -12,6 +13,8 @@ from typing import Annotated, Any, Literal, ParamSpec, TypeVar
 
 import anyio.from_thread
 from mcp.server import MCPServer
+from mcp.server.auth.provider import TokenVerifier
+from mcp.server.auth.settings import AuthSettings
 from mcp.server.mcpserver import Context
 from mcp.server.mcpserver.exceptions import ResourceError, ToolError
 from mcp.server.mcpserver.tools import Tool
@@ -186,7 +189,10 @@ re-hashes every file and reports index/canon mismatches. Sends progress notifica
 a progress token."""
 
 
-def build_server(service: MemoryService) -> MCPServer:
+def build_server(
+    service: MemoryService, token_verifier: TokenVerifier | None = None, auth: AuthSettings | None = None
+) -> MCPServer:
+    """The MCP server over `service`; over HTTP, `token_verifier` and `auth` make it require a bearer token."""
     read_only = ToolAnnotations(read_only_hint=True, destructive_hint=False, idempotent_hint=True)
     writes = ToolAnnotations(read_only_hint=False, destructive_hint=False, idempotent_hint=False)
     registry = _Registry()
@@ -308,7 +314,14 @@ def build_server(service: MemoryService) -> MCPServer:
     ) -> ReindexAnswer:
         return service.reindex(verify, store=store, scope=scope, progress=_progress_notifier(ctx))
 
-    server = MCPServer(name="memory-mcp", instructions=INSTRUCTIONS, version="0.1.0", tools=registry.tools)
+    server = MCPServer(
+        name="memory-mcp",
+        instructions=INSTRUCTIONS,
+        version="0.1.0",
+        tools=registry.tools,
+        token_verifier=token_verifier,
+        auth=auth,
+    )
 
     @server.resource(
         "memory://context",

@@ -1,0 +1,20 @@
+"""MCP over Streamable HTTP: the stdio server's tools, resources and prompts for clients that take a URL.
+
+- `access.py`: who may call it: the bearer token file and its constant-time check, the Host/Origin
+  allow-lists (loopback names by default);
+- `guard.py`: refuses a token in the URL, bounds a request body's size and the time to send it;
+- `serve.py`: `serve_http`: binds the socket, assembles the SDK's app around `build_server`, runs uvicorn.
+"""
+
+from .access import DEFAULT_HOST, DEFAULT_PORT, default_token_file, load_or_create_token
+from .serve import MCP_PATH, HttpOptions, serve_http
+
+__all__ = [
+    "DEFAULT_HOST",
+    "DEFAULT_PORT",
+    "MCP_PATH",
+    "HttpOptions",
+    "default_token_file",
+    "load_or_create_token",
+    "serve_http",
+]

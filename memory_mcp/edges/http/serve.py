@@ -1,0 +1,145 @@
+"""`memory-mcp serve --http`: the same MCP server as stdio, over the SDK's Streamable HTTP transport at /mcp.
+
+Nothing here knows a tool: `build_server` is the stdio server's own construction, given a token verifier.
+The SDK supplies the transport, its sessions, the bearer check (401 + `WWW-Authenticate`), the RFC 9728
+metadata document and the Host/Origin check; this module sets their bounds and binds the socket.
+Concurrent sessions share one `MemoryService`, whose per-store locks serialise their calls exactly as
+they serialise a stdio server's concurrent requests.
+"""
+
+from __future__ import annotations
+
+import socket
+import sys
+from dataclasses import dataclass, field
+from pathlib import Path
+
+import uvicorn
+from mcp.server.auth.settings import AuthSettings
+from mcp.server.transport_security import TransportSecuritySettings
+
+from ...domain.errors import InputError
+from ...tools.service import MemoryService
+from ..server import build_server
+from .access import (
+    DEFAULT_HOST,
+    DEFAULT_PORT,
+    StaticTokenVerifier,
+    allowed_hosts,
+    allowed_origins,
+    check_public_url,
+    default_token_file,
+    is_loopback,
+    load_or_create_token,
+    url_host,
+)
+from .guard import MAX_BODY_BYTES, RequestGuard
+
+MCP_PATH = "/mcp"
+SESSION_IDLE_SECONDS = 15 * 60  # a session nobody used for this long is closed (a client that vanished)
+MAX_SESSIONS = 1000
+MAX_CONNECTIONS = 512  # open connections beyond this get 503 instead of a worker
+
+
+@dataclass
+class HttpOptions:
+    host: str = DEFAULT_HOST
+    port: int = DEFAULT_PORT
+    token_file: Path | None = None
+    no_auth: bool = False
+    allow_remote: bool = False
+    allow_hosts: list[str] = field(default_factory=list)
+    allow_origins: list[str] = field(default_factory=list)
+    public_url: str | None = None
+
+
+def bind(host: str, port: int) -> socket.socket:
+    """A listening TCP socket on `host:port` (port 0: any free port)."""
+    if not 0 <= port <= 65535:
+        raise InputError(f"--port: {port} is not a TCP port (0..65535; 0 picks a free one)")
+    try:
+        family, kind, proto, _, address = socket.getaddrinfo(
+            host.strip("[]"), port, type=socket.SOCK_STREAM, flags=socket.AI_PASSIVE
+        )[0]
+        sock = socket.socket(family, kind, proto)
+    except OSError as exc:
+        raise InputError(f"--host: cannot listen on {host!r} ({exc.strerror or exc})") from None
+    sock.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
+    try:
+        sock.bind(address)
+    except OSError as exc:
+        sock.close()
+        raise InputError(f"--port: cannot listen on {url_host(host)}:{port} ({exc.strerror or exc})") from None
+    sock.listen(128)
+    return sock
+
+
+def serve_http(service: MemoryService, options: HttpOptions) -> None:
+    """Serve until SIGINT/SIGTERM; refuses (InputError) before binding anything it should not."""
+    remote = not is_loopback(options.host)
+    if remote and not options.allow_remote:
+        raise InputError(
+            f"--host {options.host}: not a loopback address; other machines could reach the server. "
+            "Add --allow-remote to mean it (and put a TLS reverse proxy in front)"
+        )
+    if remote and options.no_auth:
+        raise InputError("--no-auth is only allowed on a loopback address")
+    public_url = check_public_url(options.public_url) if options.public_url else None
+    token = None if options.no_auth else load_or_create_token(options.token_file or default_token_file())
+    sock = bind(options.host, options.port)
+    port = sock.getsockname()[1]
+    # the URL clients use: a wildcard bind has no single address, so the metadata names loopback unless told
+    shown_host = DEFAULT_HOST if options.host in ("0.0.0.0", "::") else options.host
+    base = public_url or f"http://{url_host(shown_host)}:{port}"
+    verifier = StaticTokenVerifier(token.token) if token else None
+    # a static token has no authorization server: the issuer is this server itself, whose metadata
+    # document then names no OAuth endpoints (clients send the header; they cannot run an OAuth flow)
+    auth = (
+        AuthSettings(issuer_url=base, resource_server_url=base + MCP_PATH, validate_token_resource=False)
+        if verifier
+        else None
+    )
+    server = build_server(service, token_verifier=verifier, auth=auth)
+    app = server.streamable_http_app(
+        streamable_http_path=MCP_PATH,
+        max_request_body_size=MAX_BODY_BYTES,
+        session_idle_timeout=SESSION_IDLE_SECONDS,
+        max_sessions=MAX_SESSIONS,
+        transport_security=TransportSecuritySettings(
+            enable_dns_rebinding_protection=True,
+            allowed_hosts=allowed_hosts(options.host, port, public_url, options.allow_hosts),
+            allowed_origins=allowed_origins(port, public_url, options.allow_origins),
+        ),
+        host=options.host,
+    )
+    guarded = RequestGuard(app, verifier.matches if verifier else None)
+    # no access log: it would print request lines (a refused token in a query included) and goes to stdout
+    config = uvicorn.Config(
+        guarded,
+        log_config=None,
+        access_log=False,
+        log_level="warning",
+        server_header=False,
+        lifespan="on",
+        limit_concurrency=MAX_CONNECTIONS,
+        timeout_graceful_shutdown=5,
+    )
+    if token is not None and token.created:
+        say(f"created a bearer token in {token.path} (mode 0600); clients send 'Authorization: Bearer <its contents>'")
+    if remote:
+        say(
+            f"listening on {url_host(options.host)}:{port}, reachable from other machines. This server speaks plain "
+            "HTTP: put a reverse proxy with TLS in front of it (README: 'Serving over HTTP')"
+        )
+    if token is None:
+        say("WARNING: --no-auth: any process on this machine can call the tools")
+    where = f"bearer token in {token.path}" if token else "no authentication"
+    say(f"MCP over Streamable HTTP at {base}{MCP_PATH} ({where}; Ctrl-C to stop)")
+    try:
+        uvicorn.Server(config).run(sockets=[sock])
+    finally:
+        sock.close()
+
+
+def say(line: str) -> None:
+    print(f"memory-mcp: {line}", file=sys.stderr, flush=True)
