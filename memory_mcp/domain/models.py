@@ -7,60 +7,18 @@ output and the CLI prints them as JSON, so one definition serves every surface.
 from __future__ import annotations
 
 from collections.abc import Callable
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from typing import Any
 
 from pydantic import BaseModel, Field
 
-from .vocabulary import MemoryType, State, Trust
+from .memory import ConflictRecord, Memory, first_paragraph
 
-
-@dataclass
-class ConflictRecord:
-    """One conflict pair as recorded in the newer memory's frontmatter (`conflicts:`)."""
-
-    other_id: str
-    status: str  # "open" | "resolved"
-    detected: str
-    resolution: str | None = None
-    resolved: str | None = None
-    note: str | None = None
-
-
-@dataclass
-class Memory:
-    """A parsed canon file. `body_line` is the 1-based file line where the body starts."""
-
-    id: str
-    type: MemoryType
-    state: State
-    trust: Trust
-    title: str
-    body: str
-    entities: list[str]
-    source: str
-    created: str
-    updated: str
-    review_after: str | None
-    supersedes: list[str]
-    superseded_by: list[str]
-    related: list[str] = field(default_factory=list)
-    conflicts: list[ConflictRecord] = field(default_factory=list)
-    title_line: int = 1
-    body_line: int = 1
-
-    @property
-    def excerpt(self) -> str:
-        return first_paragraph(self.body)
-
-
-def first_paragraph(body: str, limit: int = 320) -> str:
-    para = ""
-    for block in body.strip().split("\n\n"):
-        if block.strip():
-            para = " ".join(line.strip() for line in block.strip().splitlines())
-            break
-    return para if len(para) <= limit else para[: limit - 1].rstrip() + "…"
+__all__ = [
+    "ConflictRecord",
+    "Memory",
+    "first_paragraph",
+]  # declared in memory.py (no pydantic: the merge driver starts fast)
 
 
 # ---------------------------------------------------------------- answers
@@ -493,3 +451,41 @@ class ReindexAnswer(BaseModel):
     )
     embedded: int = Field(default=0, description="Memories embedded for hybrid search by this reindex.")
     semantic_note: str = ""
+
+
+class SyncChanges(BaseModel):
+    """Memory files one side of a sync changed: the titles (every one), by kind."""
+
+    added: list[str] = Field(default_factory=list)
+    edited: list[str] = Field(default_factory=list)
+    archived: list[str] = Field(default_factory=list)
+    removed: list[str] = Field(default_factory=list)
+    other: list[str] = Field(default_factory=list, description="dictionary.md, config.toml")
+
+
+class SyncAnswer(BaseModel):
+    """What `memory-mcp sync` did: what went out, what came in, what the merge surfaced."""
+
+    repo: str
+    remote: str
+    branch: str
+    sent: SyncChanges
+    received: SyncChanges
+    surfaced: list[str] = Field(
+        description="Merge decisions a person should know: concurrent edits kept as conflict pairs, kept edits of "
+        "deleted memories, state clashes, files kept both ways."
+    )
+    setup: list[str] = Field(default_factory=list, description="What set-up changed (git init, attributes, driver).")
+    pushed: bool
+    push_attempts: int
+    driver_calls: int
+    driver_seconds: float
+    git_seconds: float
+    reindex_seconds: float
+    seconds: float
+    index: IndexReport | None = None
+
+
+class GitSetupAnswer(BaseModel):
+    repo: str
+    changed: list[str] = Field(description="Empty when everything was already set up.")
