@@ -45,6 +45,7 @@ class Git:
     binary: str = field(default_factory=git_binary)
     seconds: float = 0.0
     env: dict[str, str] = field(default_factory=dict)
+    config: list[str] = field(default_factory=list)  # `-c key=value` for every call
 
     def run(
         self,
@@ -56,7 +57,7 @@ class Git:
         started = time.perf_counter()
         full_env = {**os.environ, "GIT_TERMINAL_PROMPT": "0", "LC_ALL": "C", **self.env, **(env or {})}
         done = subprocess.run(
-            [self.binary, "--literal-pathspecs", *args],
+            [self.binary, "--literal-pathspecs", *(x for kv in self.config for x in ("-c", kv)), *args],
             cwd=self.root,
             input=stdin,
             capture_output=True,

@@ -115,10 +115,9 @@ def open_repo(store_root: Path, init_url: str | None = None) -> tuple[Git, list[
         changes.append(f"made {store_root} a git repository")
         top = store_root
     git = Git(top, binary)
-    if not git.ok("var", "GIT_COMMITTER_IDENT"):  # no user.name/email on this machine: commits still need one
+    if not git.ok("var", "GIT_AUTHOR_IDENT"):  # no user.name/email on this machine: commits still need one
         host = socket.gethostname() or "localhost"
-        name, email = f"memory-mcp on {host}", f"memory-mcp@{host}"
-        git.env.update(GIT_AUTHOR_NAME=name, GIT_AUTHOR_EMAIL=email, GIT_COMMITTER_NAME=name, GIT_COMMITTER_EMAIL=email)
+        git.config += [f"user.name=memory-mcp on {host}", f"user.email=memory-mcp@{host}"]
     return git, changes
 
 
