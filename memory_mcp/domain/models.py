@@ -395,6 +395,15 @@ class IndexFreshness(BaseModel):
     not_restored_by_rebuild: list[str]
 
 
+class DuplicatePair(BaseModel):
+    """Two memories saying the same normalised text (e.g. remembered on two machines before a sync); recall
+    serves the pair once."""
+
+    kept_id: str
+    duplicate_id: str
+    title: str
+
+
 class StatusAnswer(BaseModel):
     scope: str = "global"
     scopes: list[str] = Field(default_factory=list, description="Scopes this server serves.")
@@ -412,6 +421,9 @@ class StatusAnswer(BaseModel):
     compaction_candidates: list[CompactionCandidate]
     unparseable: list[Unparseable]
     index: IndexFreshness
+    duplicates: list[DuplicatePair] = Field(
+        default_factory=list, description="Memories that say the same text (at most 200): archive or forget one."
+    )
 
 
 class ExportAnswer(BaseModel):

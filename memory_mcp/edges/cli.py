@@ -528,6 +528,7 @@ def _status_text(a: StatusAnswer) -> str:
         f"  unparseable files: {len(a.unparseable) or 'none'}",
     ]
     lines += [f"    ! {u.path}: {u.reason}" for u in a.unparseable]
+    lines += [f"  duplicate: {d.duplicate_id} says what {d.kept_id} says ({d.title})" for d in a.duplicates]
     lines += [f"  review due {r.review_after}: {r.title} ({r.path})" for r in a.review_due[:10]]
     for src in a.sources:
         lines.append(

@@ -123,3 +123,18 @@ def state_counts(conn: sqlite3.Connection, where: str, params: Sequence[object])
 
 def entity_names(conn: sqlite3.Connection) -> list[str]:
     return [r[0] for r in conn.execute("SELECT DISTINCT entity FROM entities ORDER BY entity")]
+
+
+def duplicate_pairs(conn: sqlite3.Connection, limit: int = 200) -> list[tuple[str, str, str]]:
+    """(kept id, duplicate id, title) of memories saying the same normalised text, not deprecated: the one
+    created first is kept (two machines can each remember the same statement before they sync)."""
+    rows = conn.execute(
+        """SELECT d.id, m.id, m.title FROM memories m
+           JOIN memories d ON d.norm_hash = m.norm_hash AND (d.created, d.id) < (m.created, m.id)
+           WHERE m.state != 'deprecated' AND d.state != 'deprecated'
+             AND NOT EXISTS (SELECT 1 FROM memories e WHERE e.norm_hash = m.norm_hash
+                             AND e.state != 'deprecated' AND (e.created, e.id) < (d.created, d.id))
+           ORDER BY m.created, m.id LIMIT ?""",
+        (limit,),
+    )
+    return [tuple(r) for r in rows]

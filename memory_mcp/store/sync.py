@@ -180,7 +180,7 @@ def sync(store_root: Path, options: SyncOptions, progress: Progress | None = Non
         raise GitSetupError(
             f"sync: a merge is in progress in {git.root}; finish it (`git commit`) or drop it (`git merge --abort`)"
         )
-    branch = options.branch or _current_branch(git) or "main"
+    branch = _choose_branch(git, remote, options.branch)
     result = SyncResult(git.root, remote, branch, setup=setup)
     paths = [prefix + name for name in CANON_NAMES]
     say("committing local changes")
@@ -215,6 +215,31 @@ def sync(store_root: Path, options: SyncOptions, progress: Progress | None = Non
 def _current_branch(git: Git) -> str | None:
     done = git.run("symbolic-ref", "-q", "--short", "HEAD", check=False)
     return done.stdout.decode().strip() or None if done.returncode == 0 else None
+
+
+def _choose_branch(git: Git, remote: str, asked: str | None) -> str:
+    """--branch, else the branch this one tracks on the remote, else (a store with no commit yet) the remote's
+    default branch or `main`. A store with no commit yet is put on that branch; the choice is remembered as the
+    current branch's upstream, so the next sync needs no option."""
+    local = _current_branch(git)
+    branch = asked
+    if branch is None and local is not None:
+        if git.text("config", "--get", f"branch.{local}.remote", check=False) == remote:
+            branch = git.text("config", "--get", f"branch.{local}.merge", check=False).removeprefix("refs/heads/")
+    if not branch and not _has_head(git):
+        listed = git.run("ls-remote", "--symref", remote, "HEAD", check=False).stdout.decode("utf-8", "replace")
+        for line in listed.splitlines():
+            if line.startswith("ref: refs/heads/") and line.endswith("\tHEAD"):
+                branch = line.removeprefix("ref: refs/heads/").removesuffix("\tHEAD")
+        branch = branch or "main"
+    branch = branch or local or "main"
+    if not _has_head(git):
+        git.run("symbolic-ref", "HEAD", f"refs/heads/{branch}")
+        local = branch
+    if local is not None:
+        git.run("config", f"branch.{local}.remote", remote)
+        git.run("config", f"branch.{local}.merge", f"refs/heads/{branch}")
+    return branch
 
 
 def _ensure_ignores(git: Git, store_root: Path) -> list[str]:
