@@ -219,7 +219,7 @@ def test_private_memories_never_travel_and_a_hand_commit_blocks_the_push(pair) -
     b.sync()
     assert "private.md" not in b.files()
     a.git("add", "memories/private.md")
-    a.git("commit", "-qm", "by hand", "--no-verify")
+    a.git("-c", "user.name=t", "-c", "user.email=t@x", "commit", "-qm", "by hand", "--no-verify")
     refused = a.sync(code=2)
     assert "marked `sync: local`" in refused["stderr"]
 
