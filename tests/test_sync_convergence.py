@@ -39,6 +39,7 @@ class Run:
     created: set[str] = field(default_factory=set)
     purged: set[str] = field(default_factory=set)
     clashes: int = 0
+    copies: set[str] = field(default_factory=set)  # file names of the clash copies the syncs reported
     ops: int = 0
 
 
@@ -108,22 +109,28 @@ def run_convergence(tmp: Path, seed: int, replicas: int, rounds: int, ops_per_ro
                 for _ in range(run.rng.randint(1, ops_per_round)):
                     _operate(run, svc, root)
             for i in run.rng.sample(range(replicas), run.rng.randint(1, replicas)):  # some replicas sync
+                _note(run, services[i].sync(SyncOptions()))
+        for _ in range(3 * replicas + 3):  # until nothing moves: one round in which no replica sends anything
+            moved = False
+            for i in run.rng.sample(range(replicas), replicas):
                 answer = services[i].sync(SyncOptions())
-                run.clashes += sum("edited on two machines" in n for n in answer.surfaced)
-        for _ in range(3 * replicas + 3):  # until nothing moves
-            order = run.rng.sample(range(replicas), replicas)
-            for i in order:
-                answer = services[i].sync(SyncOptions())
-                run.clashes += sum("edited on two machines" in n for n in answer.surfaced)
-            if len({_head(r) for r in roots}) == 1 and all(
-                services[i].sync(SyncOptions()).sent.added == [] for i in order
-            ):
+                _note(run, answer)
+                moved = moved or answer.pushed
+            if not moved and len({_head(r) for r in roots}) == 1:
                 break
         _check(run, services, roots)
     finally:
         for svc in services:
             svc.close()
     return run
+
+
+def _note(run: Run, answer) -> None:
+    for note in answer.surfaced:
+        match = re.search(r"edited on two machines: .* is now (\S+\.md)", note)
+        if match:
+            run.clashes += 1
+            run.copies.add(match.group(1))
 
 
 def _check(run: Run, services: list[MemoryService], roots: list[Path]) -> None:
@@ -153,7 +160,10 @@ def _check(run: Run, services: list[MemoryService], roots: list[Path]) -> None:
             assert frozenset((copy_id, original)) in open_pairs, f"clash {copy_id} <> {original} is not an open pair"
     lost = run.created - existing - run.purged
     assert not lost, f"memories lost: {sorted(lost)}"
-    assert len(copies) >= run.clashes > 0 or run.clashes == 0
+    names = {rel.rpartition("/")[2] for rel in canons[0]}
+    for name in run.copies:  # every clash left its copy, unless a later purge removed that copy
+        suffix = name.removesuffix(".md").rpartition("-")[2].upper()
+        assert name in names or any(p.endswith(suffix) for p in run.purged), f"clash copy {name} is gone"
     probes = [[[r.id for r in svc.recall(q, limit=10).results] for q in PROBES] for svc in services]
     assert all(p == probes[0] for p in probes), "the probe recalls differ between replicas"
 

@@ -144,6 +144,11 @@ def build_parser() -> argparse.ArgumentParser:
     m.add_argument("--source", metavar="S", help="where it came from (a conversation, a URL, a file)")
     m.add_argument("--review-after", metavar="YYYY-MM-DD", help="when to re-check it")
     m.add_argument("--supersedes", action="append", default=[], metavar="ID", help="an id it replaces (repeatable)")
+    m.add_argument(
+        "--private",
+        action="store_true",
+        help="keep it on this machine (`sync: local`): never synced, may hold a secret",
+    )
     _scope_option(m, home)
     _json_option(m)
 
@@ -295,6 +300,7 @@ def _run(service: MemoryService, args: argparse.Namespace) -> int:
             args.review_after,
             args.supersedes,
             scope=args.scope,
+            private=args.private,
         )
         for made in new_stores:
             print(f"memory-mcp: created a new store at {made.root}", file=sys.stderr)

@@ -42,9 +42,13 @@ def main(argv: list[str]) -> int:
             outcome = merge.merge_memory(
                 base, ours, theirs, merge_lines, name_taken=lambda name: os.path.lexists(folder / name)
             )
+        spool = os.environ.get(SPOOL_ENV)
         for extra in outcome.extra:
-            canon.atomic_write(folder / extra.name, extra.data)
-            record["extra"].append((PurePosixPath(rel).parent / extra.name).as_posix())  # type: ignore[union-attr]
+            extra_rel = (PurePosixPath(rel).parent / extra.name).as_posix()
+            # under sync, added files wait beside the spool: the same copy may be arriving from the other side
+            # (a clash already settled there), and git must not find it in its way
+            canon.atomic_write(Path(spool + ".files", extra_rel) if spool else folder / extra.name, extra.data)
+            record["extra"].append(extra_rel)  # type: ignore[union-attr]
         Path(ours_file).write_bytes(outcome.data)
         record["notes"] = outcome.notes
         code = 0

@@ -209,10 +209,14 @@ def build_server(service: MemoryService) -> MCPServer:
                 description="Every tool: local = this project's, global = the account's; default: both to read, local to write."
             ),
         ] = None,
+        private: Annotated[
+            bool, Field(description="Keep it on this machine only (`sync: local`): never synced, may hold a secret.")
+        ] = False,
     ) -> RememberAnswer:
         return service.remember(
-            title, body, type, trust, entities, source, review_after, supersedes, store=store, scope=scope
-        )
+            title, body, type, trust, entities, source, review_after, supersedes, store=store, scope=scope,
+            private=private,
+        )  # fmt: skip
 
     @tool("Recall", read_only, RECALL)
     def memory_recall(

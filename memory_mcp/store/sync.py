@@ -13,6 +13,7 @@ from __future__ import annotations
 import json
 import os
 import shlex
+import shutil
 import socket
 import sys
 import tempfile
@@ -212,6 +213,17 @@ def sync(store_root: Path, options: SyncOptions, progress: Progress | None = Non
     return result
 
 
+def pending_changes(store_root: Path) -> bool:
+    """The store's canon has changes sync would commit (e.g. the reconcile after a merge rewrote a file)."""
+    git, _ = open_repo(store_root)
+    paths = [_prefix(git, store_root) + name for name in CANON_NAMES]
+    for xy, path in _status_paths(git, paths):
+        full = git.root / path
+        if xy != "??" or not (full.is_file() and is_local_only(full.read_bytes())):
+            return True
+    return False
+
+
 def _current_branch(git: Git) -> str | None:
     done = git.run("symbolic-ref", "-q", "--short", "HEAD", check=False)
     return done.stdout.decode().strip() or None if done.returncode == 0 else None
@@ -398,8 +410,11 @@ def _true_merge(git: Git, remote_ref: str, prefix: str, result: SyncResult) -> N
     fd, spool = tempfile.mkstemp(prefix="memory-mcp-spool-", suffix=".jsonl")
     os.close(fd)
     extra: list[str] = []
+    untracked_before = _untracked(git, prefix)
     try:
         done = git.run(
+            "-c",
+            "merge.renames=false",
             "-c",
             f"merge.{DRIVER}.driver={driver_command()}",
             "merge",
@@ -407,6 +422,13 @@ def _true_merge(git: Git, remote_ref: str, prefix: str, result: SyncResult) -> N
             "--no-ff",
             "--no-commit",
             "--allow-unrelated-histories",
+            # the id is a memory's identity, not its text: a purge here and a similar new memory there are no
+            # rename (rename detection would carry one memory's edits into another's file). git 2.39's `ort`
+            # still pairs renames through a criss-cross merge base despite no-renames; `recursive` does not
+            "-s",
+            "recursive",
+            "-X",
+            "no-renames",
             remote_ref,
             check=False,
             env={SPOOL_ENV: spool},
@@ -419,6 +441,9 @@ def _true_merge(git: Git, remote_ref: str, prefix: str, result: SyncResult) -> N
             result.driver_seconds += record.get("seconds", 0.0)
         if done.returncode not in (0, 1) or not (git.root / ".git" / "MERGE_HEAD").exists():
             raise GitFailedError(f"git merge failed: {' / '.join(done.stderr.decode().strip().splitlines()[-3:])}")
+        arrived = _place_spooled(git, Path(spool + ".files"), extra)
+        result.notes += [f"{p}: the other side already holds this copy" for p in arrived]
+        extra = [p for p in extra if p not in arrived]
         extra += _resolve_unmerged(git, prefix, result.notes)
         present = [p for p in dict.fromkeys(extra) if (git.root / p).exists()]
         if present:
@@ -429,14 +454,35 @@ def _true_merge(git: Git, remote_ref: str, prefix: str, result: SyncResult) -> N
     except BaseException:
         if (git.root / ".git" / "MERGE_HEAD").exists():
             git.run("merge", "--abort", check=False)
-        for path in extra:  # files the driver added for this merge only
+        # files this merge left behind (the driver's additions, a half-written checkout): the canon as it was
+        for path in set(extra) | (_untracked(git, prefix) - untracked_before):
             full = git.root / path
             if full.exists() and not git.ok("ls-files", "--error-unmatch", path):
                 full.unlink()
         raise
     finally:
         Path(spool).unlink(missing_ok=True)
+        shutil.rmtree(spool + ".files", ignore_errors=True)
     result.driver_seconds = round(result.driver_seconds, 4)
+
+
+def _place_spooled(git: Git, folder: Path, extra: list[str]) -> set[str]:
+    """Move the files the driver added into the work tree; those the merge already brought stay out."""
+    arrived = set()
+    for rel in extra:
+        source, target = folder / rel, git.root / rel
+        if not source.exists():
+            continue
+        if target.exists():
+            arrived.add(rel)
+            continue
+        canon.atomic_write(target, source.read_bytes())
+    return arrived
+
+
+def _untracked(git: Git, prefix: str) -> set[str]:
+    out = git.run("ls-files", "-z", "--others", "--exclude-standard", "--", prefix + "memories").stdout
+    return {p.decode("utf-8") for p in out.split(b"\0") if p}
 
 
 def _resolve_unmerged(git: Git, prefix: str, notes: list[str]) -> list[str]:

@@ -23,6 +23,14 @@ def sync(
     with s.transaction() as report:
         index = s.index_report(report)
     reindex_seconds = round(time.perf_counter() - started, 4)
+    if git_sync.pending_changes(s.store.root):
+        # the reconcile rewrote what arrived (an archived memory whose body was edited elsewhere is active
+        # again): send that too, so one sync leaves nothing behind
+        again = git_sync.sync(s.store.root, git_sync.SyncOptions(options.remote, result.branch, options.push)
+                              if options else git_sync.SyncOptions(branch=result.branch), progress)  # fmt: skip
+        with s.transaction() as report:
+            index = s.index_report(report)
+        _fold(result, again)
     return SyncAnswer(
         repo=str(result.repo),
         remote=result.remote,
@@ -40,6 +48,19 @@ def sync(
         seconds=round(result.seconds + reindex_seconds, 4),
         index=index,
     )
+
+
+def _fold(result: git_sync.SyncResult, again: git_sync.SyncResult) -> None:
+    for kind in ("added", "edited", "archived", "removed", "other"):
+        getattr(result.sent, kind).extend(getattr(again.sent, kind))
+        getattr(result.received, kind).extend(getattr(again.received, kind))
+    result.notes += again.notes
+    result.pushed = result.pushed or again.pushed
+    result.push_attempts += again.push_attempts
+    result.driver_calls += again.driver_calls
+    result.driver_seconds += again.driver_seconds
+    result.git_seconds += again.git_seconds
+    result.seconds += again.seconds
 
 
 def git_setup(svc: ServiceState, scope: str | None = None) -> GitSetupAnswer:
