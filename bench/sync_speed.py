@@ -137,7 +137,9 @@ def driver(tmp: Path, files: int) -> None:
         subprocess.run([sys.executable, "-c", "pass"], check=True)
         python.append(time.perf_counter() - started)
     python.sort()
-    print(f"| merge driver per file, median of {files} (process start included) | {times[len(times) // 2] * 1000:.0f} ms |")
+    print(
+        f"| merge driver per file, median of {files} (process start included) | {times[len(times) // 2] * 1000:.0f} ms |"
+    )
     print(f"| merge driver per file, p90 | {times[int(len(times) * 0.9)] * 1000:.0f} ms |")
     print(f"| bare `python -c pass` start, median | {python[len(python) // 2] * 1000:.0f} ms |")
 
