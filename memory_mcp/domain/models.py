@@ -13,12 +13,11 @@ from typing import Any
 from pydantic import BaseModel, Field
 
 from .memory import ConflictRecord, Memory, first_paragraph
+from .vocabulary import MemoryType, State, Trust
 
-__all__ = [
-    "ConflictRecord",
-    "Memory",
-    "first_paragraph",
-]  # declared in memory.py (no pydantic: the merge driver starts fast)
+# re-exported: the record is declared in memory.py (no pydantic, so the merge driver starts fast), the words
+# in vocabulary.py
+__all__ = ["ConflictRecord", "Memory", "MemoryType", "State", "Trust", "first_paragraph"]
 
 
 # ---------------------------------------------------------------- answers
