@@ -197,7 +197,7 @@ def build_parser() -> argparse.ArgumentParser:
     _scope_option(g, home)
     _json_option(g)
 
-    command("merge-driver", "the git merge driver (git runs it: merge-driver %O %A %B %P)").add_argument(
+    command("merge-driver", "the git merge driver (git runs it: merge-driver %%O %%A %%B %%P)").add_argument(
         "files", nargs=4, metavar="F", help="base, ours, theirs, path"
     )
     return p
