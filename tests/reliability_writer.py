@@ -20,6 +20,7 @@ from collections.abc import Callable
 from pathlib import Path
 
 from memory_mcp.domain.errors import MemoryMcpError
+from memory_mcp.domain.secrets import secret_kinds
 from memory_mcp.tools.service import MemoryService
 
 WORDS = (
@@ -39,6 +40,7 @@ def run(store: str, seed: int, known_json: str, ack_path: str) -> None:
 
     service = MemoryService(Path(store))
     service.status()  # open and reconcile before saying ready, so the kills land among writes
+    secret_kinds("warm")  # the secret scanner loads its plugins on first use: not inside the kill window
     ack({"ready": True})
     n = 0
     while True:

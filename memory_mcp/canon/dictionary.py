@@ -21,6 +21,44 @@ def entity_key(name: str) -> str:
 
 
 @dataclass
+class DictionaryLine:
+    """One `- name: description (aka: ...)` line of dictionary.md, where it is (0-based) and what it says."""
+
+    index: int
+    name: str
+    description: str
+    aliases: list[str]
+
+    @property
+    def canonical(self) -> str:
+        return entity_key(self.name)
+
+    @property
+    def line(self) -> str:
+        return self.render()
+
+    def render(self) -> str:
+        aka = f" (aka: {', '.join(self.aliases)})" if self.aliases else ""
+        return f"- {self.name}: {self.description}{aka}".replace(":  (aka", ": (aka").rstrip()
+
+
+def entries(text: str) -> list[DictionaryLine]:
+    """The entry lines of a dictionary text (prose lines are not entries)."""
+    out = []
+    for n, line in enumerate(text.splitlines()):
+        match = _LINE.match(line)
+        if not match:
+            continue
+        rest, aliases = match.group(2), []
+        aka = _AKA.search(rest)
+        if aka:
+            aliases = [a.strip() for a in aka.group(1).split(",") if a.strip()]
+            rest = _AKA.sub("", rest).strip()
+        out.append(DictionaryLine(n, match.group(1), rest, aliases))
+    return out
+
+
+@dataclass
 class EntityDictionary:
     canonical_of: dict[str, str] = field(default_factory=dict)
     descriptions: dict[str, str] = field(default_factory=dict)
@@ -32,20 +70,11 @@ class EntityDictionary:
             text = path.read_text(encoding="utf-8")
         except (OSError, UnicodeDecodeError):  # missing, unreadable, a folder: no aliases
             return out
-        for line in text.splitlines():
-            match = _LINE.match(line)
-            if not match:
-                continue
-            canonical = entity_key(match.group(1))
-            rest = match.group(2)
-            aliases = []
-            aka = _AKA.search(rest)
-            if aka:
-                aliases = [a.strip() for a in aka.group(1).split(",") if a.strip()]
-                rest = _AKA.sub("", rest).strip()
-            out.descriptions[canonical] = rest
+        for entry in entries(text):
+            canonical = entry.canonical
+            out.descriptions[canonical] = entry.description
             out.canonical_of[canonical] = canonical
-            for alias in aliases:
+            for alias in entry.aliases:
                 out.canonical_of.setdefault(entity_key(alias), canonical)
         return out
 

@@ -27,7 +27,7 @@ from ruamel.yaml.nodes import MappingNode, Node, SequenceNode
 from ruamel.yaml.representer import RoundTripRepresenter
 from ruamel.yaml.scalarstring import DoubleQuotedScalarString, SingleQuotedScalarString
 
-from ..domain.models import ConflictRecord, Memory
+from ..domain.memory import ConflictRecord, Memory
 from ..domain.vocabulary import MemoryType, State, Trust
 from . import fastyaml
 
@@ -51,6 +51,8 @@ FIELD_ORDER = (
     "supersedes",
     "superseded_by",
 )
+# `sync: local` in a memory's frontmatter: the memory stays on this machine (sync never stages it)
+SYNC_FIELD, SYNC_LOCAL = "sync", "local"
 
 
 class CanonError(Exception):
@@ -422,6 +424,11 @@ def _flow(value: Any) -> Any:
         seq.fa.set_flow_style()
         return seq
     return value
+
+
+def compose(meta: CommentedMap, content: str) -> str:
+    """A whole file from a (round-trip) frontmatter map and the content after it (title and body)."""
+    return _assemble(meta, content if content.startswith("\n") else "\n" + content)
 
 
 def _assemble(meta: CommentedMap, content: str) -> str:

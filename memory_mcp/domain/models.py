@@ -7,63 +7,20 @@ output and the CLI prints them as JSON, so one definition serves every surface.
 from __future__ import annotations
 
 from collections.abc import Callable
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from typing import Any, Literal
 
 from pydantic import BaseModel, Field
 
+from .memory import ConflictRecord, Memory, first_paragraph
 from .vocabulary import MemoryType, State, Trust
 
 # what the conflict gate calls a neighbour it does not record (search/conflicts.py)
 NeighbourKind = Literal["related", "near-duplicate", "possible-conflict"]
 
-
-@dataclass
-class ConflictRecord:
-    """One conflict pair as recorded in the newer memory's frontmatter (`conflicts:`)."""
-
-    other_id: str
-    status: str  # "open" | "resolved"
-    detected: str
-    resolution: str | None = None
-    resolved: str | None = None
-    note: str | None = None
-
-
-@dataclass
-class Memory:
-    """A parsed canon file. `body_line` is the 1-based file line where the body starts."""
-
-    id: str
-    type: MemoryType
-    state: State
-    trust: Trust
-    title: str
-    body: str
-    entities: list[str]
-    source: str
-    created: str
-    updated: str
-    review_after: str | None
-    supersedes: list[str]
-    superseded_by: list[str]
-    related: list[str] = field(default_factory=list)
-    conflicts: list[ConflictRecord] = field(default_factory=list)
-    title_line: int = 1
-    body_line: int = 1
-
-    @property
-    def excerpt(self) -> str:
-        return first_paragraph(self.body)
-
-
-def first_paragraph(body: str, limit: int = 320) -> str:
-    para = ""
-    for block in body.strip().split("\n\n"):
-        if block.strip():
-            para = " ".join(line.strip() for line in block.strip().splitlines())
-            break
-    return para if len(para) <= limit else para[: limit - 1].rstrip() + "…"
+# re-exported: the record is declared in memory.py (no pydantic, so the merge driver starts fast), the words
+# in vocabulary.py
+__all__ = ["ConflictRecord", "Memory", "MemoryType", "State", "Trust", "first_paragraph"]
 
 
 # ---------------------------------------------------------------- answers
@@ -480,6 +437,15 @@ class IndexFreshness(BaseModel):
     not_restored_by_rebuild: list[str]
 
 
+class DuplicatePair(BaseModel):
+    """Two memories saying the same normalised text (e.g. remembered on two machines before a sync); recall
+    serves the pair once."""
+
+    kept_id: str
+    duplicate_id: str
+    title: str
+
+
 class StatusAnswer(BaseModel):
     scope: str = "global"
     scopes: list[str] = Field(default_factory=list, description="Scopes this server serves.")
@@ -497,6 +463,9 @@ class StatusAnswer(BaseModel):
     compaction_candidates: list[CompactionCandidate]
     unparseable: list[Unparseable]
     index: IndexFreshness
+    duplicates: list[DuplicatePair] = Field(
+        default_factory=list, description="Memories that say the same text (at most 200): archive or forget one."
+    )
 
 
 class ExportAnswer(BaseModel):
@@ -542,3 +511,41 @@ class ReindexAnswer(BaseModel):
         description="Set when the rebuilt index could not be saved (e.g. a read-only store): why; the rebuild "
         "then only served this process from a transient in-memory index.",
     )
+
+
+class SyncChanges(BaseModel):
+    """Memory files one side of a sync changed: the titles (every one), by kind."""
+
+    added: list[str] = Field(default_factory=list)
+    edited: list[str] = Field(default_factory=list)
+    archived: list[str] = Field(default_factory=list)
+    removed: list[str] = Field(default_factory=list)
+    other: list[str] = Field(default_factory=list, description="dictionary.md, config.toml")
+
+
+class SyncAnswer(BaseModel):
+    """What `memory-mcp sync` did: what went out, what came in, what the merge surfaced."""
+
+    repo: str
+    remote: str
+    branch: str
+    sent: SyncChanges
+    received: SyncChanges
+    surfaced: list[str] = Field(
+        description="Merge decisions a person should know: concurrent edits kept as conflict pairs, kept edits of "
+        "deleted memories, state clashes, files kept both ways."
+    )
+    setup: list[str] = Field(default_factory=list, description="What set-up changed (git init, attributes, driver).")
+    pushed: bool
+    push_attempts: int
+    driver_calls: int
+    driver_seconds: float
+    git_seconds: float
+    reindex_seconds: float
+    seconds: float
+    index: IndexReport | None = None
+
+
+class GitSetupAnswer(BaseModel):
+    repo: str
+    changed: list[str] = Field(description="Empty when everything was already set up.")

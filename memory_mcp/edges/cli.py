@@ -1,6 +1,8 @@
-"""CLI edge: `memory-mcp [serve|ui|recall|remember|read|update|forget|status|context|reindex|export|import|config]`.
+"""CLI edge: `memory-mcp [serve|ui|recall|remember|read|update|forget|status|context|reindex|export|import|config|
+sync|git-setup|merge-driver]`.
 
-Exit codes: 0 ok, 1 `reindex --verify` found mismatches, 2 usage or input error.
+Exit codes: 0 ok, 1 `reindex --verify` found mismatches or git reported a failure during `sync`, 2 usage or
+input error.
 """
 
 from __future__ import annotations
@@ -24,11 +26,14 @@ from ..domain.models import (
     ReindexAnswer,
     RememberAnswer,
     StatusAnswer,
+    SyncAnswer,
     UpdateAnswer,
 )
 from ..domain.vocabulary import FORGET_MODES, RECALL_MODES, RESOLUTIONS, SCOPES, STATES, TRUSTS, TYPES, UPDATE_OPS
 from ..importers import FORMATS
 from ..importers.run import ImportAnswer, apply_import, dry_run, plan_import
+from ..store.git import GitFailedError
+from ..store.sync import SyncOptions
 from ..tools.service import MemoryService
 from .render import current_mark
 
@@ -36,6 +41,7 @@ if TYPE_CHECKING:
     from tqdm import tqdm
 
 EXIT_OK, EXIT_MISMATCH, EXIT_USAGE = 0, 1, 2
+EXIT_GIT_FAILED = 1
 
 
 class _Parser(argparse.ArgumentParser):
@@ -202,6 +208,11 @@ def build_parser() -> argparse.ArgumentParser:
     m.add_argument("--source", metavar="S", help="where it came from (a conversation, a URL, a file)")
     m.add_argument("--review-after", metavar="YYYY-MM-DD", help="when to re-check it")
     m.add_argument("--supersedes", action="append", default=[], metavar="ID", help="an id it replaces (repeatable)")
+    m.add_argument(
+        "--private",
+        action="store_true",
+        help="keep it on this machine (`sync: local`): never synced, may hold a secret",
+    )
     _scope_option(m, home)
     _json_option(m)
 
@@ -240,6 +251,22 @@ def build_parser() -> argparse.ArgumentParser:
     _json_option(c)
     _change_commands(command)
     _import_command(command)
+
+    y = command("sync", "exchange memories with a git remote: commit, fetch, merge memory by memory, push")
+    y.add_argument("--init", metavar="URL", help="make the store a git repository with this remote (first time)")
+    y.add_argument("--remote", default="origin", metavar="NAME", help="the remote (default: origin)")
+    y.add_argument("--branch", metavar="NAME", help="the branch (default: the current one, else main)")
+    y.add_argument("--no-push", action="store_true", help="commit and merge, but do not push")
+    _scope_option(y, home)
+    _json_option(y)
+
+    g = command("git-setup", "make git merge this store's memory files field by field (.gitattributes, git config)")
+    _scope_option(g, home)
+    _json_option(g)
+
+    command("merge-driver", "the git merge driver (git runs it: merge-driver %%O %%A %%B %%P)").add_argument(
+        "files", nargs=4, metavar="F", help="base, ours, theirs, path"
+    )
     return p
 
 
@@ -388,6 +415,11 @@ def main(argv: list[str] | None = None) -> int:
 
 
 def _main(argv: list[str] | None) -> int:
+    argv = sys.argv[1:] if argv is None else argv
+    if argv[:1] == ["merge-driver"]:
+        from .merge_driver import main as merge_driver
+
+        return merge_driver(argv[1:])
     args = _merge_global_options(build_parser().parse_args(argv))
     try:
         settings = load_cli_settings(args)
@@ -428,6 +460,9 @@ def _main(argv: list[str] | None) -> int:
             service.scope_for_reading()  # browsing never creates a store
             return _ui(service, args.port)
         return _run(service, args)
+    except GitFailedError as exc:
+        print(f"memory-mcp: {exc}", file=sys.stderr)
+        return EXIT_GIT_FAILED
     except MemoryMcpError as exc:
         print(f"memory-mcp: {exc}", file=sys.stderr)
         return EXIT_USAGE
@@ -498,6 +533,7 @@ def _run(service: MemoryService, args: argparse.Namespace) -> int:
             args.review_after,
             args.supersedes,
             scope=args.scope,
+            private=args.private,
         )
         for made in new_stores:
             print(f"memory-mcp: created a new store at {made.root}", file=sys.stderr)
@@ -505,6 +541,15 @@ def _run(service: MemoryService, args: argparse.Namespace) -> int:
         return EXIT_OK
     if args.command == "context":  # the session-start hook: no store yet is a short context, not an error
         _emit(service.context(scope=args.scope, budget=args.budget), args.json, lambda a: a.text.rstrip("\n"))
+        return EXIT_OK
+    if args.command == "sync":
+        options = SyncOptions(remote=args.remote, branch=args.branch, push=not args.no_push, init_url=args.init)
+        answer = service.sync(options, scope=args.scope, progress=_terminal_steps())
+        _emit(answer, args.json, _sync_text)
+        return EXIT_OK
+    if args.command == "git-setup":
+        setup = service.git_setup(scope=args.scope)
+        _emit(setup, args.json, lambda a: "\n".join(a.changed) or f"already set up in {a.repo}")
         return EXIT_OK
     # every other command only reads the stores: a missing one is an error, never a new empty store
     scope = service.scope_for_reading(args.scope, home=args.command == "status")
@@ -588,6 +633,36 @@ class TerminalProgress:
             self._bars[(p.stage, p.scope)] = bar
         bar.total = p.total
         bar.update(p.done - bar.n)
+
+
+def _terminal_steps():
+    """Sync's steps on stderr when it is a terminal (quiet in pipes and CI logs)."""
+    if not sys.stderr.isatty():
+        return None
+    return lambda step: print(f"memory-mcp sync: {step}…", file=sys.stderr, flush=True)
+
+
+def _sync_text(a: SyncAnswer) -> str:
+    def side(label: str, c) -> list[str]:
+        counts = [(k, getattr(c, k)) for k in ("added", "edited", "archived", "removed")]
+        head = ", ".join(f"{len(v)} {k}" for k, v in counts if v) or "nothing"
+        lines = [f"{label}: {head}" + (f" (+ {', '.join(c.other)})" if c.other else "")]
+        for kind, titles in counts:
+            lines += [f"  {kind}: {t}" for t in titles[:5]] + (
+                [f"  {kind}: … {len(titles) - 5} more"] if len(titles) > 5 else []
+            )
+        return lines
+
+    lines = [*a.setup, *side("sent", a.sent), *side("received", a.received)]
+    lines += [f"surfaced: {note}" for note in a.surfaced]
+    where = f"{a.remote}/{a.branch}"
+    lines.append(f"pushed to {where}" if a.pushed else f"not pushed ({where} already has everything, or --no-push)")
+    if a.index is not None:
+        lines.extend(_index_lines(a.index))
+    lines.append(
+        f"-- {a.seconds:.2f} s (git {a.git_seconds:.2f} s, merge driver {a.driver_calls} call(s), index {a.reindex_seconds:.2f} s)"
+    )
+    return "\n".join(lines)
 
 
 def load_cli_settings(args: argparse.Namespace) -> Settings:
@@ -705,6 +780,7 @@ def _status_text(a: StatusAnswer) -> str:
         f"  unparseable files: {len(a.unparseable) or 'none'}",
     ]
     lines += [f"    ! {u.path}: {u.reason}" for u in a.unparseable]
+    lines += [f"  duplicate: {d.duplicate_id} says what {d.kept_id} says ({d.title})" for d in a.duplicates]
     lines += [f"  review due {r.review_after}: {r.title} ({r.path})" for r in a.review_due[:10]]
     for src in a.sources:
         lines.append(

@@ -215,10 +215,14 @@ def build_server(
                 description="Every tool: local = this project's, global = the account's; default: both to read, local to write."
             ),
         ] = None,
+        private: Annotated[
+            bool, Field(description="This machine only (`sync: local`): never synced, may hold a secret.")
+        ] = False,
     ) -> Annotated[CallToolResult, RememberAnswer]:
         answer = service.remember(
-            title, body, type, trust, entities, source, review_after, supersedes, store=store, scope=scope
-        )
+            title, body, type, trust, entities, source, review_after, supersedes, store=store, scope=scope,
+            private=private,
+        )  # fmt: skip
         return CallToolResult(
             content=[TextContent(type="text", text=remember_text(answer))],
             structured_content=answer.model_dump(mode="json"),

@@ -152,3 +152,18 @@ def memory_states(
         sql = f"SELECT m.id, m.rowid, m.state FROM memories m WHERE m.id IN ({marks}){where}"
         out.update((mem_id, (rowid, state)) for mem_id, rowid, state in conn.execute(sql, [*chunk, *params]))
     return out
+
+
+def duplicate_pairs(conn: sqlite3.Connection, limit: int = 200) -> list[tuple[str, str, str]]:
+    """(kept id, duplicate id, title) of memories saying the same normalised text, not deprecated: the one
+    created first is kept (two machines can each remember the same statement before they sync)."""
+    rows = conn.execute(
+        """SELECT d.id, m.id, m.title FROM memories m
+           JOIN memories d ON d.norm_hash = m.norm_hash AND (d.created, d.id) < (m.created, m.id)
+           WHERE m.state != 'deprecated' AND d.state != 'deprecated'
+             AND NOT EXISTS (SELECT 1 FROM memories e WHERE e.norm_hash = m.norm_hash
+                             AND e.state != 'deprecated' AND (e.created, e.id) < (d.created, d.id))
+           ORDER BY m.created, m.id LIMIT ?""",
+        (limit,),
+    )
+    return [tuple(r) for r in rows]

@@ -11,6 +11,7 @@ from ulid import ULID
 from ..canon import files as canon
 from ..domain.errors import InputError, NotFoundError
 from ..domain.models import RememberAnswer
+from ..domain.secrets import refuse_secrets
 from ..domain.vocabulary import MemoryType, State, Trust
 from ..index import db as ix
 from ..index import reads
@@ -35,6 +36,7 @@ def remember(
     supersedes: list[str] | None = None,
     store: str | None = None,
     scope: str | None = None,
+    private: bool = False,
 ) -> RememberAnswer:
     title, body = svc.limits.title(title), svc.limits.body(body)
     mem_type = enum_arg(MemoryType, type, "type")
@@ -42,6 +44,8 @@ def remember(
     entities, source = svc.limits.entities(entities), svc.limits.source(source)
     review = check_date(review_after, "review_after")
     supersedes = list(dict.fromkeys(supersedes or []))
+    if not private:  # a private memory (`sync: local`) never leaves this machine: it may hold anything
+        refuse_secrets({"title": title, "body": body, "source": source})
     s = svc.scopes.session(scope, store)
     with s.transaction() as report:
         conn = s.conn
@@ -104,6 +108,8 @@ def remember(
             "supersedes": [link_entry(svc, o.id, o.path) for o in olds],
             "superseded_by": [],
         }
+        if private:
+            fields[canon.SYNC_FIELD] = canon.SYNC_LOCAL
         if neighbours:
             fields["conflicts"] = [{"with": n.id, "status": "open", "detected": now} for n in neighbours]
         path = new_path(s.store, title, new_id)

@@ -9,6 +9,7 @@ holds that state and binds the functions as its methods, so the edges (MCP serve
 from __future__ import annotations
 
 from . import browse, context, export, forget, known, read, recall, reindex, remember, status, update
+from . import sync as git_sync
 from .state import ServiceState
 
 
@@ -31,3 +32,5 @@ class MemoryService(ServiceState):
     editable = browse.editable
     stores = browse.stores
     browse = browse.browse
+    sync = git_sync.sync
+    git_setup = git_sync.git_setup

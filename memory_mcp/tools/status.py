@@ -8,6 +8,7 @@ from datetime import timedelta
 from ..canon import files as canon
 from ..domain.models import (
     CompactionCandidate,
+    DuplicatePair,
     IndexFreshness,
     StatusAnswer,
 )
@@ -67,6 +68,7 @@ def status(svc: ServiceState, store: str | None = None, scope: str | None = None
                 change_watch=s.change_watch,
                 not_restored_by_rebuild=NOT_RESTORED_BY_REBUILD,
             ),
+            duplicates=[DuplicatePair(kept_id=k, duplicate_id=d, title=t) for k, d, t in reads.duplicate_pairs(conn)],
         )
 
 

@@ -10,6 +10,7 @@ from ..canon import files as canon
 from ..domain.errors import AlreadyDoneError, InputError, NotFoundError, StaleWriteError
 from ..domain.lifecycle import check_editable, check_transition
 from ..domain.models import UpdateAnswer
+from ..domain.secrets import refuse_secrets
 from ..domain.textinput import check_optional
 from ..domain.vocabulary import RESOLUTIONS, UPDATE_OP_FIELDS, UPDATE_OPS, MemoryType, State, Trust
 from ..index import db as ix
@@ -116,6 +117,12 @@ def update(
         )
 
 
+def _stays_local(s: StoreSession, mem: ix.IndexedMemory) -> bool:
+    """The memory is private (`sync: local`): it never leaves this machine, so it may hold a secret."""
+    meta = canon.read_frontmatter(s.store.memory_file(mem.path))
+    return str(meta.get(canon.SYNC_FIELD) or "").strip() == canon.SYNC_LOCAL
+
+
 def _edit(
     svc: ServiceState,
     s: StoreSession,
@@ -141,6 +148,9 @@ def _edit(
     new_body = svc.limits.body(body) if body is not None else None
     if not fields and new_title is None and new_body is None:
         raise InputError("edit: op=edit needs at least one of title, body, type, trust, entities, source, review_after")
+    texts = {"title": new_title, "body": new_body, "source": fields.get("source")}
+    if any(texts.values()) and not _stays_local(s, mem):
+        refuse_secrets(texts)
 
     def mutate(meta: dict) -> None:
         for key, value in fields.items():

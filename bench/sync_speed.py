@@ -1,0 +1,148 @@
+"""How long `sync` takes to bring 1,000 new and 100 edited memories into a 10k-memory store, against a plain
+`git pull` of the same commits; and what the merge driver costs per file.
+
+    python bench/sync_speed.py [--memories 10000] [--new 1000] [--edited 100] [--driver-files 30]
+
+Builds (in a temp folder) a bare remote and two clones: the sender writes the new and edited memories and
+pushes; then two identical copies of the receiver take them, one with `git pull`, one with
+`memory-mcp sync` (its index warm first, as on a machine in use). Prints the total sync time split into git
+(fetch, merge, push, status, commit) and our own work (everything else: staging decisions, summaries, the
+reconcile of what arrived), and the driver's cost per file measured the way git runs it (a process per
+file on memories edited on both sides). All figures are from this run; nothing is asserted.
+"""
+
+from __future__ import annotations
+
+import argparse
+import os
+import shutil
+import subprocess
+import sys
+import tempfile
+import time
+from pathlib import Path
+
+sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
+
+from memory_mcp.store.sync import SyncOptions  # noqa: E402
+from memory_mcp.tools.service import MemoryService  # noqa: E402
+
+WORDS = "postgres redis kafka deploy staging backup replica latency cache queue alice marco infra billing".split()
+ENV = {**os.environ, "GIT_AUTHOR_NAME": "b", "GIT_AUTHOR_EMAIL": "b@x", "GIT_COMMITTER_NAME": "b"} | {
+    "GIT_COMMITTER_EMAIL": "b@x"
+}
+
+
+def git(cwd: Path, *args: str) -> str:
+    return subprocess.run(["git", *args], cwd=cwd, check=True, capture_output=True, text=True, env=ENV).stdout
+
+
+def memory(n: int, body: str, updated: str = "2026-01-01T00:00:00Z") -> str:
+    ident = f"01KH{n:022d}"
+    words = " ".join(WORDS[(n * 7 + k) % len(WORDS)] for k in range(8))
+    return (
+        f"---\nid: {ident}\ntype: fact\nstate: active\ntrust: user-stated\nentities: [{WORDS[n % len(WORDS)]}]\n"
+        f"created: 2026-01-01T00:00:00Z\nupdated: {updated}\nsupersedes: []\nsuperseded_by: []\n---\n\n"
+        f"# Memory {n} about {words}\n\n{body}\n\nSecond paragraph {n}.\n\nThird paragraph.\n"
+    )
+
+
+def main() -> None:
+    ap = argparse.ArgumentParser()
+    ap.add_argument("--memories", type=int, default=10_000)
+    ap.add_argument("--new", type=int, default=1_000)
+    ap.add_argument("--edited", type=int, default=100)
+    ap.add_argument("--driver-files", type=int, default=30)
+    args = ap.parse_args()
+    tmp = Path(tempfile.mkdtemp(prefix="sync-bench-"))
+    try:
+        run(tmp, args)
+    finally:
+        shutil.rmtree(tmp, ignore_errors=True)
+
+
+def run(tmp: Path, args: argparse.Namespace) -> None:
+    remote, sender, receiver = tmp / "remote.git", tmp / "sender", tmp / "receiver"
+    git(tmp, "init", "-q", "--bare", "-b", "main", str(remote))
+    (sender / "memories").mkdir(parents=True)
+    for n in range(args.memories):
+        (sender / "memories" / f"m-{n:06d}.md").write_text(memory(n, f"Body {n}."))
+    svc = MemoryService(sender)
+    svc.sync(SyncOptions(init_url=str(remote), branch="main"))
+    svc.close()
+    git(tmp, "clone", "-q", str(remote), str(receiver))
+    rsvc = MemoryService(receiver)
+    rsvc.sync(SyncOptions(branch="main"))  # set-up (driver, attributes) and the index, as on a machine in use
+    rsvc.close()
+    git(receiver, "commit", "-qam", "set-up", "--allow-empty")
+    git(receiver, "push", "-q", "origin", "HEAD:main")
+    git(sender, "pull", "-q", "origin", "main")
+    for n in range(args.memories, args.memories + args.new):
+        (sender / "memories" / f"m-{n:06d}.md").write_text(memory(n, f"Body {n}."))
+    for n in range(args.edited):
+        path = sender / "memories" / f"m-{n:06d}.md"
+        path.write_text(memory(n, f"Body {n}, edited on the sender.", "2026-02-01T00:00:00Z"))
+    git(sender, "add", "-A")
+    git(sender, "commit", "-qm", "incoming")
+    git(sender, "push", "-q", "origin", "HEAD:main")
+
+    plain = tmp / "plain"
+    shutil.copytree(receiver, plain, symlinks=True)
+    started = time.perf_counter()
+    git(plain, "pull", "-q", "--no-rebase", "origin", "main")
+    pull_s = time.perf_counter() - started
+
+    svc = MemoryService(receiver)
+    svc.status()  # warm: the receiver's server has its index open
+    started = time.perf_counter()
+    answer = svc.sync(SyncOptions())
+    total = time.perf_counter() - started
+    svc.close()
+    ours = total - answer.git_seconds
+    got = answer.received
+    print(f"store {args.memories} memories; incoming {args.new} new + {args.edited} edited")
+    print(f"received: {len(got.added)} added, {len(got.edited)} edited")
+    print("| step | seconds |")
+    print("| --- | --- |")
+    print(f"| plain `git pull` of the same commits | {pull_s:.2f} |")
+    print(f"| `sync` total | {total:.2f} |")
+    print(f"| of which git (fetch, merge, status, commit, push) | {answer.git_seconds:.2f} |")
+    print(f"| of which our work (staging checks, summaries, reindex {answer.reindex_seconds:.2f} s) | {ours:.2f} |")
+    print(f"| sync beyond plain pull | {total - pull_s:.2f} |")
+    print(f"| merge driver calls in this sync | {answer.driver_calls} |")
+    driver(tmp, args.driver_files)
+
+
+def driver(tmp: Path, files: int) -> None:
+    """The driver as git runs it: `python -m memory_mcp merge-driver %O %A %B %P`, one process per file,
+    on a memory edited on both sides (frontmatter and body, a clean line merge)."""
+    work = tmp / "driver"
+    (work / "memories").mkdir(parents=True)
+    base = memory(1, "Body 1.\n\nMiddle.\n\nEnd.")
+    ours = memory(1, "Body 1, ours.\n\nMiddle.\n\nEnd.", "2026-02-01T00:00:00Z").replace("[", "[staging, ", 1)
+    theirs = memory(1, "Body 1.\n\nMiddle.\n\nEnd, theirs.", "2026-03-01T00:00:00Z")
+    times = []
+    for _ in range(files):
+        for name, text in (("O", base), ("A", ours), ("B", theirs)):
+            (work / name).write_text(text)
+        started = time.perf_counter()
+        subprocess.run(
+            [sys.executable, "-m", "memory_mcp", "merge-driver", "O", "A", "B", "memories/m.md"], cwd=work, check=True
+        )
+        times.append(time.perf_counter() - started)
+    times.sort()
+    python = []
+    for _ in range(10):
+        started = time.perf_counter()
+        subprocess.run([sys.executable, "-c", "pass"], check=True)
+        python.append(time.perf_counter() - started)
+    python.sort()
+    print(
+        f"| merge driver per file, median of {files} (process start included) | {times[len(times) // 2] * 1000:.0f} ms |"
+    )
+    print(f"| merge driver per file, p90 | {times[int(len(times) * 0.9)] * 1000:.0f} ms |")
+    print(f"| bare `python -c pass` start, median | {python[len(python) // 2] * 1000:.0f} ms |")
+
+
+if __name__ == "__main__":
+    main()

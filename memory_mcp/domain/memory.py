@@ -1,0 +1,56 @@
+"""The memory record itself: a parsed canon file. Plain dataclasses, no pydantic, so the canon (and the
+git merge driver, a process per merged file) can load without the answers' models."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+
+from .vocabulary import MemoryType, State, Trust
+
+
+@dataclass
+class ConflictRecord:
+    """One conflict pair as recorded in the newer memory's frontmatter (`conflicts:`)."""
+
+    other_id: str
+    status: str  # "open" | "resolved"
+    detected: str
+    resolution: str | None = None
+    resolved: str | None = None
+    note: str | None = None
+
+
+@dataclass
+class Memory:
+    """A parsed canon file. `body_line` is the 1-based file line where the body starts."""
+
+    id: str
+    type: MemoryType
+    state: State
+    trust: Trust
+    title: str
+    body: str
+    entities: list[str]
+    source: str
+    created: str
+    updated: str
+    review_after: str | None
+    supersedes: list[str]
+    superseded_by: list[str]
+    related: list[str] = field(default_factory=list)
+    conflicts: list[ConflictRecord] = field(default_factory=list)
+    title_line: int = 1
+    body_line: int = 1
+
+    @property
+    def excerpt(self) -> str:
+        return first_paragraph(self.body)
+
+
+def first_paragraph(body: str, limit: int = 320) -> str:
+    para = ""
+    for block in body.strip().split("\n\n"):
+        if block.strip():
+            para = " ".join(line.strip() for line in block.strip().splitlines())
+            break
+    return para if len(para) <= limit else para[: limit - 1].rstrip() + "…"

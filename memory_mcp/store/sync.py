@@ -1,0 +1,543 @@
+"""A store shared through git: set-up (merge driver, attributes), and one sync (commit, fetch, merge, push).
+
+Only the canon travels: `memories/`, `dictionary.md`, `config.toml` (never `.index/`, whose recall counts and
+times are this machine's). A memory whose frontmatter says `sync: local` is never staged, and a push is
+refused while one is in the commits (committed by hand). Memory files and dictionary.md merge through the
+memory-aware merge driver (`canon/merge.py`, run by git as `python -m memory_mcp merge-driver`); what git
+cannot hand to a driver (edited here, deleted there; a driver that failed) is resolved here so that no file
+ever keeps a conflict marker and no edit is lost. A failed merge is aborted: nothing half-done stays.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import shlex
+import shutil
+import socket
+import sys
+import tempfile
+import time
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from pathlib import Path, PurePosixPath
+
+from ..canon import files as canon
+from ..canon import merge
+from .git import Git, GitFailedError, GitSetupError, check_version, git_binary, work_tree_of
+from .paths import GITIGNORE
+
+DRIVER = "memory-mcp"
+SPOOL_ENV = "MEMORY_MCP_MERGE_SPOOL"  # the same name the driver reads (edges/merge_driver.py)
+CANON_NAMES = ("memories", "dictionary.md", "config.toml")
+PUSH_ATTEMPTS = 4
+TITLES_SHOWN = 10
+
+Progress = Callable[[str], None]
+
+
+def driver_command() -> str:
+    """What git runs per file: this interpreter, so the driver is the same install as the CLI that set it up."""
+    return f"{shlex.quote(sys.executable)} -m memory_mcp merge-driver %O %A %B %P"
+
+
+def attribute_lines(prefix: str) -> list[str]:
+    return [f"{prefix}memories/**/*.md merge={DRIVER}", f"{prefix}dictionary.md merge={DRIVER}"]
+
+
+@dataclass
+class Changes:
+    """Canon files one side of an exchange changed, by kind, with the titles of the first few."""
+
+    added: list[str] = field(default_factory=list)
+    edited: list[str] = field(default_factory=list)
+    archived: list[str] = field(default_factory=list)
+    removed: list[str] = field(default_factory=list)
+    other: list[str] = field(default_factory=list)  # dictionary.md, config.toml
+
+    @property
+    def total(self) -> int:
+        return len(self.added) + len(self.edited) + len(self.archived) + len(self.removed) + len(self.other)
+
+    def summary(self) -> str:
+        parts = [
+            f"{len(v)} {k}" for k, v in (("added", self.added), ("edited", self.edited), ("archived", self.archived))
+        ]
+        parts += [f"{len(self.removed)} removed"] if self.removed else []
+        parts += [", ".join(self.other)] if self.other else []
+        return ", ".join(p for p in parts if not p.startswith("0 ")) or "nothing"
+
+
+@dataclass
+class SyncResult:
+    repo: Path
+    remote: str
+    branch: str
+    sent: Changes = field(default_factory=Changes)
+    received: Changes = field(default_factory=Changes)
+    notes: list[str] = field(default_factory=list)  # surfaced merge decisions, kept edits, kept-both files
+    setup: list[str] = field(default_factory=list)  # what set-up changed (attributes, driver config, init)
+    pushed: bool = False
+    push_attempts: int = 0
+    driver_calls: int = 0
+    driver_seconds: float = 0.0  # inside the driver processes (their Python start-up not included)
+    git_seconds: float = 0.0
+    seconds: float = 0.0
+
+
+@dataclass
+class SyncOptions:
+    remote: str = "origin"
+    branch: str | None = None
+    push: bool = True
+    init_url: str | None = None
+
+
+# ---------------------------------------------------------------- set-up
+
+
+def open_repo(store_root: Path, init_url: str | None = None) -> tuple[Git, list[str]]:
+    """The git work tree holding the store (made one with `init_url`), and what was set up on the way."""
+    binary = git_binary()
+    check_version(binary)
+    store_root.mkdir(parents=True, exist_ok=True) if init_url else None
+    if not store_root.is_dir():
+        raise GitSetupError(f"sync: no store at {store_root}; run `memory-mcp sync --init URL` to start one")
+    top = work_tree_of(store_root, binary)
+    changes = []
+    if top is None:
+        if init_url is None:
+            raise GitSetupError(
+                f"sync: {store_root} is not a git work tree; run `memory-mcp sync --init URL` (URL: an empty or "
+                "existing git repository, e.g. a private GitHub repo or a bare repo on a server)"
+            )
+        git = Git(store_root, binary)
+        git.run("init", "-q")
+        changes.append(f"made {store_root} a git repository")
+        top = store_root
+    git = Git(top, binary)
+    if not git.ok("var", "GIT_AUTHOR_IDENT"):  # no user.name/email on this machine: commits still need one
+        host = socket.gethostname() or "localhost"
+        git.config += [f"user.name=memory-mcp on {host}", f"user.email=memory-mcp@{host}"]
+    return git, changes
+
+
+def setup_repo(git: Git, store_root: Path) -> list[str]:
+    """Idempotently: `.gitattributes` routes the store's memory files and dictionary to the driver, and the
+    repository's own config defines it. Returns what changed (empty when it was already set)."""
+    changes = []
+    rel = store_root.resolve().relative_to(git.root.resolve()).as_posix()
+    prefix = "" if rel == "." else rel + "/"
+    attributes = git.root / ".gitattributes"
+    text = attributes.read_text(encoding="utf-8") if attributes.exists() else ""
+    missing = [line for line in attribute_lines(prefix) if line not in text.splitlines()]
+    if missing:
+        head = text if not text or text.endswith("\n") else text + "\n"
+        note = "# memory-mcp: merge memory files field by field (memory-mcp git-setup)\n"
+        canon.atomic_write(attributes, (head + (note if note not in text else "") + "\n".join(missing) + "\n").encode())
+        changes.append(f"wrote {len(missing)} line(s) to {attributes}")
+    for key, value in (
+        (f"merge.{DRIVER}.name", "memory-mcp: field-by-field merge of memory files"),
+        (f"merge.{DRIVER}.driver", driver_command()),
+    ):
+        if git.text("config", "--local", "--get", key, check=False) != value:
+            git.run("config", "--local", key, value)
+            changes.append(f"set git config {key}")
+    return changes
+
+
+def _prefix(git: Git, store_root: Path) -> str:
+    rel = store_root.resolve().relative_to(git.root.resolve()).as_posix()
+    return "" if rel == "." else rel + "/"
+
+
+# ---------------------------------------------------------------- sync
+
+
+def sync(store_root: Path, options: SyncOptions, progress: Progress | None = None) -> SyncResult:
+    say = progress or (lambda _message: None)
+    started = time.perf_counter()
+    git, setup = open_repo(store_root, options.init_url)
+    prefix = _prefix(git, store_root)
+    setup += _ensure_ignores(git, store_root) if options.init_url else []
+    setup += setup_repo(git, store_root)
+    remote = options.remote
+    remotes = git.text("remote").split()
+    if options.init_url:
+        if remote in remotes:
+            if git.text("remote", "get-url", remote) != options.init_url:
+                git.run("remote", "set-url", remote, options.init_url)
+                setup.append(f"set remote {remote} to {options.init_url}")
+        else:
+            git.run("remote", "add", remote, options.init_url)
+            setup.append(f"added remote {remote} = {options.init_url}")
+    elif remote not in remotes:
+        raise GitSetupError(
+            f"sync: the repository at {git.root} has no remote '{remote}'"
+            + (f" (it has: {', '.join(remotes)}; pass --remote NAME)" if remotes else "")
+            + "; add one with `git remote add origin URL` or run `memory-mcp sync --init URL`"
+        )
+    if (git.root / ".git" / "MERGE_HEAD").exists():
+        raise GitSetupError(
+            f"sync: a merge is in progress in {git.root}; finish it (`git commit`) or drop it (`git merge --abort`)"
+        )
+    branch = _choose_branch(git, remote, options.branch)
+    result = SyncResult(git.root, remote, branch, setup=setup)
+    paths = [prefix + name for name in CANON_NAMES]
+    say("committing local changes")
+    result.sent = _commit_local(git, paths, result.notes, extra=[".gitignore", ".gitattributes"])
+    for attempt in range(1, PUSH_ATTEMPTS + 1):
+        say(f"fetching {remote}/{branch}")
+        remote_ref = _fetch(git, remote, branch)
+        if remote_ref is not None:
+            say("merging")
+            _merge(git, remote_ref, paths, branch, result)
+        if not options.push:
+            break
+        if not _has_head(git):
+            break  # nothing here and nothing there yet
+        _refuse_local_only(git, prefix)
+        if remote_ref is not None and git.ok("merge-base", "--is-ancestor", "HEAD", remote_ref):
+            break  # nothing of ours the remote lacks
+        say(f"pushing to {remote}/{branch}")
+        result.push_attempts = attempt
+        pushed = git.run("push", "-q", remote, f"HEAD:refs/heads/{branch}", check=False)
+        if pushed.returncode == 0:
+            result.pushed = True
+            break
+        message = pushed.stderr.decode("utf-8", "replace")
+        if not any(w in message for w in ("rejected", "fetch first", "non-fast-forward")) or attempt == PUSH_ATTEMPTS:
+            raise GitFailedError(f"git push failed: {' / '.join(message.strip().splitlines()[-3:])}")
+    result.git_seconds = round(git.seconds, 4)
+    result.seconds = round(time.perf_counter() - started, 4)
+    return result
+
+
+def pending_changes(store_root: Path) -> bool:
+    """The store's canon has changes sync would commit (e.g. the reconcile after a merge rewrote a file)."""
+    git, _ = open_repo(store_root)
+    paths = [_prefix(git, store_root) + name for name in CANON_NAMES]
+    for xy, path in _status_paths(git, paths):
+        full = git.root / path
+        if xy != "??" or not (full.is_file() and is_local_only(full.read_bytes())):
+            return True
+    return False
+
+
+def _current_branch(git: Git) -> str | None:
+    done = git.run("symbolic-ref", "-q", "--short", "HEAD", check=False)
+    return done.stdout.decode().strip() or None if done.returncode == 0 else None
+
+
+def _choose_branch(git: Git, remote: str, asked: str | None) -> str:
+    """--branch, else the branch this one tracks on the remote, else (a store with no commit yet) the remote's
+    default branch or `main`. A store with no commit yet is put on that branch; the choice is remembered as the
+    current branch's upstream, so the next sync needs no option."""
+    local = _current_branch(git)
+    branch = asked
+    if branch is None and local is not None:
+        if git.text("config", "--get", f"branch.{local}.remote", check=False) == remote:
+            branch = git.text("config", "--get", f"branch.{local}.merge", check=False).removeprefix("refs/heads/")
+    if not branch and not _has_head(git):
+        listed = git.run("ls-remote", "--symref", remote, "HEAD", check=False).stdout.decode("utf-8", "replace")
+        for line in listed.splitlines():
+            if line.startswith("ref: refs/heads/") and line.endswith("\tHEAD"):
+                branch = line.removeprefix("ref: refs/heads/").removesuffix("\tHEAD")
+        branch = branch or "main"
+    branch = branch or local or "main"
+    if not _has_head(git):
+        git.run("symbolic-ref", "HEAD", f"refs/heads/{branch}")
+        local = branch
+    if local is not None:
+        git.run("config", f"branch.{local}.remote", remote)
+        git.run("config", f"branch.{local}.merge", f"refs/heads/{branch}")
+    return branch
+
+
+def _ensure_ignores(git: Git, store_root: Path) -> list[str]:
+    ignore = store_root / ".gitignore"
+    if ignore.exists() and ".index/" in ignore.read_text(encoding="utf-8", errors="replace").split():
+        return []
+    current = ignore.read_text(encoding="utf-8") if ignore.exists() else ""
+    sep = "" if not current or current.endswith("\n") else "\n"
+    canon.atomic_write(ignore, (current + sep + GITIGNORE).encode("utf-8"))
+    return [f"wrote .index/ into {ignore}"]
+
+
+def _has_head(git: Git) -> bool:
+    return git.ok("rev-parse", "-q", "--verify", "HEAD^{commit}")
+
+
+def is_local_only(data: bytes) -> bool:
+    """The memory's frontmatter says `sync: local`: it stays on this machine."""
+    try:
+        meta, _, _ = canon.split(canon.decode(data), round_trip=False)
+    except canon.CanonError:
+        return False
+    return str(meta.get(canon.SYNC_FIELD) or "").strip() == canon.SYNC_LOCAL
+
+
+def _is_memory_path(path: str, prefix: str) -> bool:
+    return path.startswith(prefix + "memories/") and path.endswith(".md")
+
+
+def _status_paths(git: Git, paths: list[str]) -> list[tuple[str, str]]:
+    """(XY, path) of every changed or untracked file under `paths` (renames as delete + add)."""
+    out = git.run("status", "--porcelain=v1", "-z", "--untracked-files=all", "--no-renames", "--", *paths).stdout
+    return [(entry[:2].decode(), entry[3:].decode("utf-8")) for entry in out.split(b"\0") if entry]
+
+
+def _commit_local(git: Git, paths: list[str], notes: list[str], extra: list[str]) -> Changes:
+    prefix = paths[0].rpartition("memories")[0]
+    stage, unshare = [], []
+    for xy, path in _status_paths(git, paths + [prefix + name for name in extra]):
+        full = git.root / path
+        if _is_memory_path(path, prefix) and full.is_file() and is_local_only(full.read_bytes()):
+            if xy != "??":
+                unshare.append(path)  # was shared before it was marked local: stop sharing it
+            continue
+        stage.append(path)
+    if unshare:
+        git.with_paths(["rm", "-q", "--cached", "--ignore-unmatch"], unshare)
+        notes += [
+            f"stopped sharing {p} (marked sync: local); other machines drop it at their next sync" for p in unshare
+        ]
+    if stage:
+        git.with_paths(["add", "-A"], stage)
+    staged = _name_status(git, ["diff", "--cached"], paths + [prefix + name for name in extra])
+    if not _has_head(git) and not any(p.removeprefix(prefix).split("/")[0] in CANON_NAMES for _, p in staged):
+        git.run("rm", "-q", "-r", "--cached", "--ignore-unmatch", "--", *[p for _, p in staged])
+        return Changes()  # a new machine with nothing of its own: it takes the remote's history as it is
+    if not staged:
+        return Changes()
+    changes = _describe(git, staged, "HEAD" if _has_head(git) else None, prefix, work_tree=True)
+    title = f"memory-mcp sync from {socket.gethostname()}: {changes.summary()}"
+    git.with_paths(["commit", "-q", "--no-verify", "-m", _message(title, changes)], [p for _, p in staged])
+    return changes
+
+
+def _name_status(git: Git, command: list[str], paths: list[str], *revs: str) -> list[tuple[str, str]]:
+    out = git.run(*command, "--name-status", "-z", "--no-renames", *revs, "--", *paths).stdout.split(b"\0")
+    return [(out[i].decode(), out[i + 1].decode("utf-8")) for i in range(0, len(out) - 1, 2) if out[i]]
+
+
+def _describe(
+    git: Git, entries: list[tuple[str, str]], before: str | None, prefix: str, work_tree: bool, after: str = "HEAD"
+) -> Changes:
+    """Sort changed paths into added / edited / archived / removed, with titles (new side, or old for removals)."""
+    changes = Changes()
+    mem = [(s, p) for s, p in entries if _is_memory_path(p, prefix)]
+    changes.other = [p.removeprefix(prefix) for s, p in entries if not _is_memory_path(p, prefix)]
+    old = git.blobs([f"{before}:{p}" for s, p in mem if s != "A"]) if before else {}
+    new = {} if work_tree else git.blobs([f"{after}:{p}" for s, p in mem if s != "D"])
+    for status, path in mem:
+        before_data = old.get(f"{before}:{path}")
+        if status == "D":
+            changes.removed.append(_title_of(before_data, path))
+            continue
+        data = (git.root / path).read_bytes() if work_tree else new.get(f"{after}:{path}")
+        title = _title_of(data, path)
+        if status == "A" or before_data is None:
+            changes.added.append(title)
+        elif _state_of(data) != _state_of(before_data) and _state_of(data) != "active":
+            changes.archived.append(title)
+        else:
+            changes.edited.append(title)
+    return changes
+
+
+def _title_of(data: bytes | None, path: str) -> str:
+    if data:
+        try:
+            return canon.parse(data, PurePosixPath(path).stem, "").title
+        except canon.CanonError:
+            pass
+    return PurePosixPath(path).stem
+
+
+def _state_of(data: bytes | None) -> str:
+    if not data:
+        return ""
+    try:
+        return canon.parse(data, "", "").state.value
+    except canon.CanonError:
+        return ""
+
+
+def _message(title: str, changes: Changes) -> str:
+    lines = [title, ""]
+    for kind in ("added", "edited", "archived", "removed"):
+        titles = getattr(changes, kind)
+        lines += [f"{kind}: {t}" for t in titles[:TITLES_SHOWN]]
+        if len(titles) > TITLES_SHOWN:
+            lines.append(f"{kind}: … and {len(titles) - TITLES_SHOWN} more")
+    return "\n".join(lines).rstrip() + "\n"
+
+
+def _fetch(git: Git, remote: str, branch: str) -> str | None:
+    """Fetch the remote branch; its tracking ref, or None when the remote has no such branch yet."""
+    ref = f"refs/remotes/{remote}/{branch}"
+    done = git.run("fetch", "-q", remote, f"+refs/heads/{branch}:{ref}", check=False)
+    if done.returncode != 0:
+        message = done.stderr.decode("utf-8", "replace")
+        if "couldn't find remote ref" in message:
+            return None
+        raise GitFailedError(f"git fetch {remote} failed: {' / '.join(message.strip().splitlines()[-3:])}")
+    return ref
+
+
+def _merge(git: Git, remote_ref: str, paths: list[str], branch: str, result: SyncResult) -> None:
+    prefix = paths[0].rpartition("memories")[0]
+    if not _has_head(git):  # a new machine with nothing to send: take the remote's history as it is
+        git.run("checkout", "-q", "-f", "-B", branch, remote_ref)
+        listed = git.text("ls-tree", "-r", "--name-only", "HEAD", "--", *paths).splitlines()
+        result.received = _describe(git, [("A", p) for p in listed], None, prefix, work_tree=False)
+        return
+    if git.ok("merge-base", "--is-ancestor", remote_ref, "HEAD"):
+        return  # we have everything
+    before = git.text("rev-parse", "HEAD")
+    if git.ok("merge-base", "--is-ancestor", "HEAD", remote_ref):
+        git.run("merge", "-q", "--ff-only", remote_ref)
+    else:
+        _true_merge(git, remote_ref, prefix, result)
+    entries = _name_status(git, ["diff"], paths, before, "HEAD")
+    got = _describe(git, entries, before, prefix, work_tree=False)
+    for kind in ("added", "edited", "archived", "removed", "other"):
+        getattr(result.received, kind).extend(getattr(got, kind))
+
+
+def _true_merge(git: Git, remote_ref: str, prefix: str, result: SyncResult) -> None:
+    fd, spool = tempfile.mkstemp(prefix="memory-mcp-spool-", suffix=".jsonl")
+    os.close(fd)
+    extra: list[str] = []
+    untracked_before = _untracked(git, prefix)
+    try:
+        done = git.run(
+            "-c",
+            "merge.renames=false",
+            "-c",
+            f"merge.{DRIVER}.driver={driver_command()}",
+            "merge",
+            "-q",
+            "--no-ff",
+            "--no-commit",
+            "--allow-unrelated-histories",
+            # the id is a memory's identity, not its text: a purge here and a similar new memory there are no
+            # rename (rename detection would carry one memory's edits into another's file). git 2.39's `ort`
+            # still pairs renames through a criss-cross merge base despite no-renames; `recursive` does not
+            "-s",
+            "recursive",
+            "-X",
+            "no-renames",
+            remote_ref,
+            check=False,
+            env={SPOOL_ENV: spool},
+        )
+        records = [json.loads(line) for line in Path(spool).read_text(encoding="utf-8").splitlines() if line]
+        for record in records:
+            extra += record.get("extra", [])
+            result.notes += record.get("notes", [])
+            result.driver_calls += 1
+            result.driver_seconds += record.get("seconds", 0.0)
+        if done.returncode not in (0, 1) or not (git.root / ".git" / "MERGE_HEAD").exists():
+            raise GitFailedError(f"git merge failed: {' / '.join(done.stderr.decode().strip().splitlines()[-3:])}")
+        arrived = _place_spooled(git, Path(spool + ".files"), extra)
+        result.notes += [f"{p}: the other side already holds this copy" for p in arrived]
+        extra = [p for p in extra if p not in arrived]
+        extra += _resolve_unmerged(git, prefix, result.notes)
+        present = [p for p in dict.fromkeys(extra) if (git.root / p).exists()]
+        if present:
+            git.with_paths(["add", "-f"], present)
+        title = f"memory-mcp sync from {socket.gethostname()}: merged {remote_ref.removeprefix('refs/remotes/')}"
+        body = "\n".join(result.notes[:TITLES_SHOWN])
+        git.run("commit", "-q", "--no-verify", "-m", title + ("\n\n" + body if body else ""))
+    except BaseException:
+        if (git.root / ".git" / "MERGE_HEAD").exists():
+            git.run("merge", "--abort", check=False)
+        # files this merge left behind (the driver's additions, a half-written checkout): the canon as it was
+        for path in set(extra) | (_untracked(git, prefix) - untracked_before):
+            full = git.root / path
+            if full.exists() and not git.ok("ls-files", "--error-unmatch", path):
+                full.unlink()
+        raise
+    finally:
+        Path(spool).unlink(missing_ok=True)
+        shutil.rmtree(spool + ".files", ignore_errors=True)
+    result.driver_seconds = round(result.driver_seconds, 4)
+
+
+def _place_spooled(git: Git, folder: Path, extra: list[str]) -> set[str]:
+    """Move the files the driver added into the work tree; those the merge already brought stay out."""
+    arrived = set()
+    for rel in extra:
+        source, target = folder / rel, git.root / rel
+        if not source.exists():
+            continue
+        if target.exists():
+            arrived.add(rel)
+            continue
+        canon.atomic_write(target, source.read_bytes())
+    return arrived
+
+
+def _untracked(git: Git, prefix: str) -> set[str]:
+    out = git.run("ls-files", "-z", "--others", "--exclude-standard", "--", prefix + "memories").stdout
+    return {p.decode("utf-8") for p in out.split(b"\0") if p}
+
+
+def _resolve_unmerged(git: Git, prefix: str, notes: list[str]) -> list[str]:
+    """Settle every path git left unmerged without writing a marker; returns files added beside them."""
+    out = git.run("ls-files", "-u", "-z").stdout.split(b"\0")
+    stages: dict[str, dict[int, str]] = {}
+    for entry in out:
+        if not entry:
+            continue
+        info, _, path = entry.decode("utf-8").partition("\t")
+        _mode, sha, stage = info.split()
+        stages.setdefault(path, {})[int(stage)] = sha
+    added: list[str] = []
+    for path, have in stages.items():
+        full = git.root / path
+        blobs = {n: git.run("cat-file", "blob", sha).stdout for n, sha in have.items()}
+        memoryish = _is_memory_path(path, prefix) or path == prefix + "dictionary.md"
+        if 2 in blobs and 3 in blobs and memoryish:
+            folder = full.parent
+            outcome = merge.keep_both(blobs[2], blobs[3], name_taken=lambda n, f=folder: os.path.lexists(f / n))
+            canon.atomic_write(full, outcome.data)
+            for file in outcome.extra:
+                canon.atomic_write(folder / file.name, file.data)
+                added.append((PurePosixPath(path).parent / file.name).as_posix())
+            notes += [f"{path}: the merge driver failed; kept both versions"] + outcome.notes
+        elif 2 in blobs and 3 in blobs:
+            canon.atomic_write(full, blobs[2])
+            notes.append(f"{path}: changed on both machines; kept this machine's version (the other is in git history)")
+        else:
+            side = 2 if 2 in blobs else 3
+            canon.atomic_write(full, blobs[side])
+            where = "here" if side == 2 else "on the other machine"
+            notes.append(f"{path}: edited {where} and deleted on the other side; the edit was kept")
+        git.run("add", "-f", "--", path)
+    return added
+
+
+def _refuse_local_only(git: Git, prefix: str) -> None:
+    """Refuse to push when a `sync: local` memory was committed (by hand: sync itself never stages one)."""
+    done = git.run(
+        "grep",
+        "-l",
+        "-I",
+        "-E",
+        f"^{canon.SYNC_FIELD}:[[:space:]]*['\"]?{canon.SYNC_LOCAL}",
+        "HEAD",
+        "--",
+        prefix + "memories",
+        check=False,
+    )
+    candidates = [line.split(":", 1)[1] for line in done.stdout.decode("utf-8").splitlines() if ":" in line]
+    blobs = git.blobs([f"HEAD:{p}" for p in candidates])
+    found = [p for p in candidates if blobs.get(f"HEAD:{p}") and is_local_only(blobs[f"HEAD:{p}"] or b"")]
+    if found:
+        raise GitSetupError(
+            f"sync: refusing to push: {', '.join(found[:5])} {'is' if len(found) == 1 else 'are'} marked `sync: local` "
+            "but committed; remove from git with `git rm --cached <file>` and `git commit`, then sync again"
+        )

@@ -1,0 +1,71 @@
+"""`sync` and `git-setup`: the store's git exchange (store/sync.py), then the normal reconcile of what came in."""
+
+from __future__ import annotations
+
+import time
+from dataclasses import asdict
+
+from ..domain.models import GitSetupAnswer, SyncAnswer, SyncChanges
+from ..store import sync as git_sync
+from .state import ServiceState
+
+
+def sync(
+    svc: ServiceState,
+    options: git_sync.SyncOptions | None = None,
+    scope: str | None = None,
+    progress: git_sync.Progress | None = None,
+) -> SyncAnswer:
+    """Commit this store's canon, merge the remote's, push; then reconcile the index with what arrived."""
+    s = svc.scopes.session(scope)
+    result = git_sync.sync(s.store.root, options or git_sync.SyncOptions(), progress)
+    started = time.perf_counter()
+    with s.transaction() as report:
+        index = s.index_report(report)
+    reindex_seconds = round(time.perf_counter() - started, 4)
+    if git_sync.pending_changes(s.store.root):
+        # the reconcile rewrote what arrived (an archived memory whose body was edited elsewhere is active
+        # again): send that too, so one sync leaves nothing behind
+        again = git_sync.sync(s.store.root, git_sync.SyncOptions(options.remote, result.branch, options.push)
+                              if options else git_sync.SyncOptions(branch=result.branch), progress)  # fmt: skip
+        with s.transaction() as report:
+            index = s.index_report(report)
+        _fold(result, again)
+    return SyncAnswer(
+        repo=str(result.repo),
+        remote=result.remote,
+        branch=result.branch,
+        sent=SyncChanges(**asdict(result.sent)),
+        received=SyncChanges(**asdict(result.received)),
+        surfaced=result.notes,
+        setup=result.setup,
+        pushed=result.pushed,
+        push_attempts=result.push_attempts,
+        driver_calls=result.driver_calls,
+        driver_seconds=result.driver_seconds,
+        git_seconds=result.git_seconds,
+        reindex_seconds=reindex_seconds,
+        seconds=round(result.seconds + reindex_seconds, 4),
+        index=index,
+    )
+
+
+def _fold(result: git_sync.SyncResult, again: git_sync.SyncResult) -> None:
+    for kind in ("added", "edited", "archived", "removed", "other"):
+        getattr(result.sent, kind).extend(getattr(again.sent, kind))
+        getattr(result.received, kind).extend(getattr(again.received, kind))
+    result.notes += again.notes
+    result.pushed = result.pushed or again.pushed
+    result.push_attempts += again.push_attempts
+    result.driver_calls += again.driver_calls
+    result.driver_seconds += again.driver_seconds
+    result.git_seconds += again.git_seconds
+    result.seconds += again.seconds
+
+
+def git_setup(svc: ServiceState, scope: str | None = None) -> GitSetupAnswer:
+    """Route the store's memory files through the merge driver in the git repository holding it (a project's
+    `.memory/` inside the project's own repository), so plain `git pull`/`merge`/`rebase` merge them too."""
+    _, store = svc.scopes.target(scope)
+    git, _ = git_sync.open_repo(store.root)
+    return GitSetupAnswer(repo=str(git.root), changed=git_sync.setup_repo(git, store.root))
