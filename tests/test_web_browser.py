@@ -88,6 +88,12 @@ def test_search_archive_and_see_it_moved(ui: tuple[UiServer, Path], page: Page) 
     assert page.locator("li.item").count() == len(list((root / "memories").glob("*.md")))
     # the stylesheet really applied (CSP allows our own assets): the header is the dark bar
     assert page.eval_on_selector("header.top", "e => getComputedStyle(e).backgroundColor") == "rgb(29, 35, 48)"
+    # the font stack resolved (custom properties inside `font`): Korean fonts after the UI font, so Hangul
+    # falls back to an installed Korean font instead of boxes
+    body_fonts = page.eval_on_selector("body", "e => getComputedStyle(e).fontFamily")
+    assert body_fonts.startswith("system-ui"), body_fonts
+    for korean in ("Noto Sans CJK KR", "Apple SD Gothic Neo", "Malgun Gothic"):
+        assert korean in body_fonts, body_fonts
 
     page.fill("input[name=q]", "postgres backup")
     page.press("input[name=q]", "Enter")
