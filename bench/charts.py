@@ -168,7 +168,8 @@ def conflict_gate(plt: Any, figures: dict[str, Any], out: Path) -> Path:
         if series not in known:
             print(f"conflict_gate: '{series['name']}' has no figures yet; left out")
     fig, axes = plt.subplots(1, 2, figsize=(11, 4), sharey=True)
-    palette = ["#adb5bd", OURS]
+    # the first series (before) grey, the last (current) ours, any designs between in a lighter blue
+    palette = ["#adb5bd", *["#93b4f0"] * max(len(known) - 2, 0), OURS][: len(known)]
     for ax, key in ((axes[0], "precision"), (axes[1], "recall")):
         width = 0.8 / max(len(known), 1)
         for i, series in enumerate(known):
@@ -179,7 +180,9 @@ def conflict_gate(plt: Any, figures: dict[str, Any], out: Path) -> Path:
         ax.set_xticks(range(len(block["sets"])), block["sets"], fontsize=8.5)
         ax.set_title(key, fontsize=10.5)
         ax.set_ylim(0, 1.1)
-    axes[0].legend(fontsize=8, frameon=False, loc="upper right")
+    handles, labels = axes[0].get_legend_handles_labels()
+    fig.legend(handles, labels, loc="lower center", ncols=len(labels), frameon=False, fontsize=8.5)
+    fig.subplots_adjust(bottom=0.17)
     missing = [s["name"] for s in block["series"] if s not in known]
     if missing:
         fig.text(0.99, -0.02, "not measured yet: " + ", ".join(missing), ha="right", fontsize=8, color="#6b7280")
