@@ -36,7 +36,7 @@ from typing import get_args
 from ..domain.models import ConflictCandidate, NeighbourKind, RelatedMemory
 from ..domain.text import fold
 from ..domain.vocabulary import Trust
-from ..index import conflicts as conflict_table
+from ..index import conflict_pairs as conflict_table
 from ..index import db as ix
 from .claims import Claim, Statement, claim_of, concept, concept_words, entity_words, is_function_word
 from .planner import STOPWORDS, terms_of

@@ -21,7 +21,7 @@ from ..canon.dictionary import EntityDictionary
 from ..domain.ranking import DEFAULT, RankingConstants
 from ..domain.text import Term, fold, stem, verb_root
 from ..index.bm25 import exact_bm25
-from ..index.search import any_in_state, fts_scores, like_rowids
+from ..index.fts_queries import any_in_state, fts_scores, like_rowids
 
 CANDIDATES_PER_LEG = DEFAULT.candidates_per_leg  # the default; plans use RankingConstants.candidates_per_leg
 MAX_QUERY_CHARS = 2000

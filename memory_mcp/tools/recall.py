@@ -10,7 +10,7 @@ from ..domain.models import CollapsedResult, OpenConflict, RecallAnswer, RecallR
 from ..domain.text import clip, fold
 from ..domain.textinput import check_text
 from ..domain.vocabulary import RECALL_MODES, MemoryType, State, Trust
-from ..index import conflicts as conflict_table
+from ..index import conflict_pairs as conflict_table
 from ..index import db as ix
 from ..index import reads
 from ..index import vectors as vector_table
