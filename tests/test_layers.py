@@ -157,3 +157,59 @@ def test_transactions_go_through_atomic() -> None:
         text = path.read_text(encoding="utf-8")
         if path.relative_to(PACKAGE).as_posix() != "index/db.py":
             assert "BEGIN" not in text and "COMMIT" not in text, path.relative_to(PACKAGE)
+
+
+def _import_graph() -> dict[str, set[str]]:
+    """Each module of the package → the package modules it imports (lazy and TYPE_CHECKING ones included)."""
+    names = {_module_name(p) for p in MODULES}
+    graph: dict[str, set[str]] = {}
+    for path in MODULES:
+        module = _module_name(path)
+        deps: set[str] = set()
+        for _, target in _imports(path):
+            while target and target not in names:  # `from x import name`: the module is x
+                target = target.rpartition(".")[0]
+            if target not in ("", module, "memory_mcp"):
+                deps.add(target)
+        graph[module] = deps
+    return graph
+
+
+def _cycles(graph: dict[str, set[str]]) -> list[list[str]]:
+    """The strongly connected groups of two or more modules (Tarjan), each sorted."""
+    index: dict[str, int] = {}
+    low: dict[str, int] = {}
+    stack: list[str] = []
+    found: list[list[str]] = []
+
+    def visit(v: str) -> None:
+        index[v] = low[v] = len(index)
+        stack.append(v)
+        for w in sorted(graph.get(v, ())):
+            if w not in index:
+                visit(w)
+                low[v] = min(low[v], low[w])
+            elif w in stack:
+                low[v] = min(low[v], index[w])
+        if low[v] == index[v]:
+            group = []
+            while (w := stack.pop()) != v:
+                group.append(w)
+            if group:
+                found.append(sorted([*group, v]))
+
+    for v in sorted(graph):
+        if v not in index:
+            visit(v)
+    return found
+
+
+def test_no_import_cycle() -> None:
+    """No two modules import each other, even through others or only for type checking."""
+    assert _cycles(_import_graph()) == []
+
+
+def test_the_cycle_walk_sees_cycles() -> None:
+    """The checker itself: a three-module cycle is found, a chain beside it is not."""
+    graph = {"a": {"b"}, "b": {"c"}, "c": {"a"}, "d": {"a"}}
+    assert _cycles(graph) == [["a", "b", "c"]]
