@@ -213,3 +213,52 @@ def test_the_cycle_walk_sees_cycles() -> None:
     """The checker itself: a three-module cycle is found, a chain beside it is not."""
     graph = {"a": {"b"}, "b": {"c"}, "c": {"a"}, "d": {"a"}}
     assert _cycles(graph) == [["a", "b", "c"]]
+
+
+SEARCH_PIPELINE = {f"memory_mcp.search.{m}" for m in ("recall", "rank", "fusion", "collapse", "succession")}
+
+
+def _modules_named(path: Path, module: str | None = None) -> list[tuple[int, str]]:
+    """Like `_imports`, but `from pkg import name` also gives `pkg.name`: `from ..search import rank` names
+    the module search.rank, not only the package."""
+    module = module or _module_name(path)
+    package = module.rpartition(".")[0]
+    out = list(_imports(path, module))
+    for node in ast.walk(ast.parse(path.read_text(encoding="utf-8"))):
+        if isinstance(node, ast.ImportFrom) and node.module is not None:
+            base = package.split(".")[: len(package.split(".")) - node.level + 1] if node.level else []
+            target = ".".join([*base, node.module])
+            out += [(node.lineno, f"{target}.{alias.name}") for alias in node.names]
+    return out
+
+
+def test_tools_call_the_search_instead_of_assembling_it() -> None:
+    """A recall is searched in search/: tools/recall.py imports nothing from search/ but `search.recall` (its
+    one entry point, `find`, with its records), and no other module of tools/ imports a part of the recall
+    pipeline (search.recall, rank, fusion, collapse, succession), so ranking, fusion and collapse cannot be
+    put together in tools/ again."""
+    offenders = []
+    for path in MODULES:
+        module = _module_name(path)
+        if _layer_of(module) != "tools":
+            continue
+        for line, target in _modules_named(path):
+            if not target.startswith("memory_mcp.search."):
+                continue
+            if module == "memory_mcp.tools.recall":
+                bad = not target.startswith("memory_mcp.search.recall")
+            else:
+                bad = any(target == m or target.startswith(m + ".") for m in SEARCH_PIPELINE)
+            if bad:
+                offenders.append(f"{path.relative_to(PACKAGE)} line {line}: {target}")
+    assert not offenders, offenders
+
+
+def test_the_search_rule_sees_a_package_import(tmp_path: Path) -> None:
+    """The checker itself: `from ..search import rank` in a tools module names search.rank."""
+    probe = tmp_path / "probe.py"
+    probe.write_text("from ..search import rank\n", encoding="utf-8")
+    assert _modules_named(probe, module="memory_mcp.tools.probe") == [
+        (1, "memory_mcp.search"),
+        (1, "memory_mcp.search.rank"),
+    ]
