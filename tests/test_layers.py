@@ -262,3 +262,61 @@ def test_the_search_rule_sees_a_package_import(tmp_path: Path) -> None:
         (1, "memory_mcp.search"),
         (1, "memory_mcp.search.rank"),
     ]
+
+
+# a file name is not a comparison: slugify keeps its own NFKC + lower (file names must never change)
+FOLD_ALLOWED = {("canon/files.py", "slugify")}
+
+
+def _folds_and_splits(path: Path) -> list[str]:
+    """Where a module folds letters or splits words itself: casefold(), unicodedata.normalize(), a `\\w+`
+    pattern or an FTS5 tokenizer written as a literal, with the function it is in."""
+    found: list[str] = []
+
+    def walk(node: ast.AST, where: str) -> None:
+        for child in ast.iter_child_nodes(node):
+            inner = child.name if isinstance(child, ast.FunctionDef | ast.AsyncFunctionDef) else where
+            if isinstance(child, ast.Call) and isinstance(child.func, ast.Attribute):
+                f = child.func
+                if f.attr == "casefold" or (
+                    f.attr == "normalize" and isinstance(f.value, ast.Name) and f.value.id == "unicodedata"
+                ):
+                    found.append(f"{where}: line {child.lineno} {f.attr}")
+            if isinstance(child, ast.Constant) and isinstance(child.value, str):
+                tokenizer = "unicode61 remove_diacritics" in child.value or "tokenize = 'trigram'" in child.value
+                if child.value == r"\w+" or tokenizer:
+                    found.append(f"{where}: line {child.lineno} {child.value[:30]!r}")
+            walk(child, inner)
+
+    walk(ast.parse(path.read_text(encoding="utf-8")), "<module>")
+    return found
+
+
+def test_letters_compare_in_one_module() -> None:
+    """domain/text.py owns folding and the word split (and the FTS5 tokenizers, SQLite's side of the fold):
+    every other module calls it, so two places cannot come to compare letters differently unnoticed."""
+    offenders = []
+    for path in MODULES:
+        rel = path.relative_to(PACKAGE).as_posix()
+        if rel == "domain/text.py":
+            continue
+        offenders += [
+            f"{rel} {hit}" for hit in _folds_and_splits(path) if (rel, hit.split(":", 1)[0]) not in FOLD_ALLOWED
+        ]
+    assert not offenders, offenders
+
+
+def test_the_fold_walk_sees_folds(tmp_path: Path) -> None:
+    """The checker itself: a casefold, a normalize, a word pattern and a tokenizer literal are found."""
+    probe = tmp_path / "probe.py"
+    probe.write_text(
+        "import re, unicodedata\nW = re.compile(r'\\w+')\n\n\ndef f(t):\n    return unicodedata.normalize('NFC', t)"
+        ".casefold()\n\n\nS = \"tokenize = 'trigram'\"\n",
+        encoding="utf-8",
+    )
+    assert _folds_and_splits(probe) == [
+        "<module>: line 2 '\\\\w+'",
+        "f: line 6 casefold",
+        "f: line 6 normalize",
+        "<module>: line 9 \"tokenize = 'trigram'\"",
+    ]

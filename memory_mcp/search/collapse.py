@@ -3,13 +3,13 @@ or optionally cosine) is dropped, with the reason."""
 
 from __future__ import annotations
 
-import re
 from array import array
-from collections.abc import Callable, Sequence
+from collections.abc import Sequence
 from dataclasses import dataclass, field
 
 from ..domain.models import CollapsedResult, RecallResult
-from ..domain.text import fold
+from ..domain.text import fold_case, folded_body
+from ..domain.text import words as split_words
 from ..index import reads
 from ..index import vectors as vector_table
 from ..index.vectors import cosine
@@ -17,11 +17,10 @@ from ..store.session import StoreSession
 from .planner import MEMORIES
 from .rank import Pool, SearchSettings, result_key
 
-_WORD = re.compile(r"\w+", re.UNICODE)
 
-
-def words(text: str, fold: Callable[[str], str] = str.casefold) -> frozenset[str]:
-    return frozenset(_WORD.findall(fold(text)))
+def words(text: str) -> frozenset[str]:
+    """The word set overlap compares: case folded only (`fold_case`), accents kept."""
+    return frozenset(split_words(fold_case(text)))
 
 
 def jaccard(a: frozenset[str], b: frozenset[str]) -> float:
@@ -147,6 +146,6 @@ def _dup_candidates(
             continue
         blob = vecs.get((r.scope, r.id))
         vec = vector_table.unpack(blob) if blob is not None else None
-        body = " ".join(fold(t[1]).split())
+        body = folded_body(t[1])
         out.append(DupCandidate(key, t[2], words(f"{t[0]}\n{t[1]}"), vec, body if len(body.split()) >= 4 else ""))
     return out
