@@ -9,7 +9,7 @@ repository: it is made from the benchmark data): for every question, what the pr
 handed `fusion.fuse`, the keyword ranking (top `semantic.depth`, with each result's keyword score) and
 the cosine ranking (top `semantic.depth`, with each cosine). Neither depends on the fusion settings.
 
-This script re-fuses those two rankings with `semantic.fuse` under each candidate `SemanticConfig`, keeps
+This script re-fuses those two rankings with `fusion.fuse` under each candidate `SemanticConfig`, keeps
 the top 20 (no collapse, so compare with the `-nocollapse` runs) and scores them with the shared
 scorer's own `evaluate`, per split:
 
