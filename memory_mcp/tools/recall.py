@@ -73,7 +73,7 @@ def recall(
                 semantic_available=svc.semantic.available(),
             )
         found = find(
-            search_settings(svc),
+            _search_settings(svc),
             opened,
             RecallQuery(
                 text=query,
@@ -108,7 +108,7 @@ def recall(
         )
 
 
-def search_settings(svc: ServiceState) -> SearchSettings:
+def _search_settings(svc: ServiceState) -> SearchSettings:
     """What the search reads of the service (its clock, ranking constants, project root, embedder, collapse)."""
     return SearchSettings(svc.clock, svc.ranking, svc.scopes.project_root, svc.semantic, svc.collapse_jaccard)
 
