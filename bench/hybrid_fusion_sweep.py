@@ -6,10 +6,10 @@
 
 `eval_hybrid.py --dump-fusion` writes, per dataset, `fusion-dump.jsonl` into the work folder (outside the
 repository: it is made from the benchmark data): for every question, what the product's hybrid recall
-handed `semantic.fuse`, the keyword ranking (top `semantic.depth`, with each result's keyword score) and
+handed `fusion.fuse`, the keyword ranking (top `semantic.depth`, with each result's keyword score) and
 the cosine ranking (top `semantic.depth`, with each cosine). Neither depends on the fusion settings.
 
-This script re-fuses those two rankings with `semantic.fuse` under each candidate `SemanticConfig`, keeps
+This script re-fuses those two rankings with `fusion.fuse` under each candidate `SemanticConfig`, keeps
 the top 20 (no collapse, so compare with the `-nocollapse` runs) and scores them with the shared
 scorer's own `evaluate`, per split:
 
@@ -35,6 +35,7 @@ from pathlib import Path
 REPO = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(REPO))
 
+from memory_mcp.search import fusion  # noqa: E402
 from memory_mcp.search import semantic as sem  # noqa: E402
 
 DEFAULT_BENCH = REPO.parent / "shared" / "bench"
@@ -72,7 +73,7 @@ def run_of(rows: list[dict], cfg: sem.SemanticConfig | None) -> dict[str, list[s
             continue
         cos = [(k, s) for k, s in r["cos"]]
         # a smaller semantic.depth than the dump's: both rankings cut, as the product would
-        out[r["qid"]] = [k for k, _ in sem.fuse(kw[: cfg.depth], cos[: cfg.depth], cfg)[:DEPTH]]
+        out[r["qid"]] = [k for k, _ in fusion.fuse(kw[: cfg.depth], cos[: cfg.depth], cfg)[:DEPTH]]
     return out
 
 

@@ -226,7 +226,7 @@ SETTINGS: tuple[Setting, ...] = (
         help="read-only document sources: [[documents.sources]] label, path, extensions, ignore, max_file_bytes",
     ),
     _i("documents.chunk_chars", 1200, 100, 100_000, "chunk size for documents without #/##/### headings"),
-    # near-duplicate results (service.py, semantic.collapse): the better-ranked one is kept
+    # near-duplicate results (search/collapse.py): the better-ranked one is kept
     Setting("recall.collapse_duplicates", True, "bool", help="drop results that restate a better-ranked one"),
     _f("recall.collapse_jaccard", 0.9, 0.0, 1.0, "word-set overlap at which two results are the same statement"),
     # hybrid search (semantic.py), an optional extra: pip install 'memory-mcp[semantic]'

@@ -18,7 +18,7 @@ import pytest
 from memory_mcp.domain.models import Memory, MemoryType, State, Trust
 from memory_mcp.index import db
 from memory_mcp.index.bm25 import exact_bm25, fts_fold
-from memory_mcp.index.search import fts_scores
+from memory_mcp.index.fts_queries import fts_scores
 from memory_mcp.search.planner import gram_phrases, terms_of
 
 WORDS = """budget dinner banana bananas review reviews meeting meetings aaaa aaa anana deploy deployed

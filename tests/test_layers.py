@@ -157,3 +157,166 @@ def test_transactions_go_through_atomic() -> None:
         text = path.read_text(encoding="utf-8")
         if path.relative_to(PACKAGE).as_posix() != "index/db.py":
             assert "BEGIN" not in text and "COMMIT" not in text, path.relative_to(PACKAGE)
+
+
+def _import_graph() -> dict[str, set[str]]:
+    """Each module of the package → the package modules it imports (lazy and TYPE_CHECKING ones included)."""
+    names = {_module_name(p) for p in MODULES}
+    graph: dict[str, set[str]] = {}
+    for path in MODULES:
+        module = _module_name(path)
+        deps: set[str] = set()
+        for _, target in _imports(path):
+            while target and target not in names:  # `from x import name`: the module is x
+                target = target.rpartition(".")[0]
+            if target not in ("", module, "memory_mcp"):
+                deps.add(target)
+        graph[module] = deps
+    return graph
+
+
+def _cycles(graph: dict[str, set[str]]) -> list[list[str]]:
+    """The strongly connected groups of two or more modules (Tarjan), each sorted."""
+    index: dict[str, int] = {}
+    low: dict[str, int] = {}
+    stack: list[str] = []
+    found: list[list[str]] = []
+
+    def visit(v: str) -> None:
+        index[v] = low[v] = len(index)
+        stack.append(v)
+        for w in sorted(graph.get(v, ())):
+            if w not in index:
+                visit(w)
+                low[v] = min(low[v], low[w])
+            elif w in stack:
+                low[v] = min(low[v], index[w])
+        if low[v] == index[v]:
+            group = []
+            while (w := stack.pop()) != v:
+                group.append(w)
+            if group:
+                found.append(sorted([*group, v]))
+
+    for v in sorted(graph):
+        if v not in index:
+            visit(v)
+    return found
+
+
+def test_no_import_cycle() -> None:
+    """No two modules import each other, even through others or only for type checking."""
+    assert _cycles(_import_graph()) == []
+
+
+def test_the_cycle_walk_sees_cycles() -> None:
+    """The checker itself: a three-module cycle is found, a chain beside it is not."""
+    graph = {"a": {"b"}, "b": {"c"}, "c": {"a"}, "d": {"a"}}
+    assert _cycles(graph) == [["a", "b", "c"]]
+
+
+SEARCH_PIPELINE = {f"memory_mcp.search.{m}" for m in ("recall", "rank", "fusion", "collapse", "succession")}
+
+
+def _modules_named(path: Path, module: str | None = None) -> list[tuple[int, str]]:
+    """Like `_imports`, but `from pkg import name` also gives `pkg.name`: `from ..search import rank` names
+    the module search.rank, not only the package."""
+    module = module or _module_name(path)
+    package = module.rpartition(".")[0]
+    out = list(_imports(path, module))
+    for node in ast.walk(ast.parse(path.read_text(encoding="utf-8"))):
+        if isinstance(node, ast.ImportFrom) and node.module is not None:
+            base = package.split(".")[: len(package.split(".")) - node.level + 1] if node.level else []
+            target = ".".join([*base, node.module])
+            out += [(node.lineno, f"{target}.{alias.name}") for alias in node.names]
+    return out
+
+
+def test_tools_call_the_search_instead_of_assembling_it() -> None:
+    """A recall is searched in search/: tools/recall.py imports nothing from search/ but `search.recall` (its
+    one entry point, `find`, with its records), and no other module of tools/ imports a part of the recall
+    pipeline (search.recall, rank, fusion, collapse, succession), so ranking, fusion and collapse cannot be
+    put together in tools/ again."""
+    offenders = []
+    for path in MODULES:
+        module = _module_name(path)
+        if _layer_of(module) != "tools":
+            continue
+        for line, target in _modules_named(path):
+            if not target.startswith("memory_mcp.search."):
+                continue
+            if module == "memory_mcp.tools.recall":
+                bad = not target.startswith("memory_mcp.search.recall")
+            else:
+                bad = any(target == m or target.startswith(m + ".") for m in SEARCH_PIPELINE)
+            if bad:
+                offenders.append(f"{path.relative_to(PACKAGE)} line {line}: {target}")
+    assert not offenders, offenders
+
+
+def test_the_search_rule_sees_a_package_import(tmp_path: Path) -> None:
+    """The checker itself: `from ..search import rank` in a tools module names search.rank."""
+    probe = tmp_path / "probe.py"
+    probe.write_text("from ..search import rank\n", encoding="utf-8")
+    assert _modules_named(probe, module="memory_mcp.tools.probe") == [
+        (1, "memory_mcp.search"),
+        (1, "memory_mcp.search.rank"),
+    ]
+
+
+# a file name is not a comparison: slugify keeps its own NFKC + lower (file names must never change)
+FOLD_ALLOWED = {("canon/files.py", "slugify")}
+
+
+def _folds_and_splits(path: Path) -> list[str]:
+    """Where a module folds letters or splits words itself: casefold(), unicodedata.normalize(), a `\\w+`
+    pattern or an FTS5 tokenizer written as a literal, with the function it is in."""
+    found: list[str] = []
+
+    def walk(node: ast.AST, where: str) -> None:
+        for child in ast.iter_child_nodes(node):
+            inner = child.name if isinstance(child, ast.FunctionDef | ast.AsyncFunctionDef) else where
+            if isinstance(child, ast.Call) and isinstance(child.func, ast.Attribute):
+                f = child.func
+                if f.attr == "casefold" or (
+                    f.attr == "normalize" and isinstance(f.value, ast.Name) and f.value.id == "unicodedata"
+                ):
+                    found.append(f"{where}: line {child.lineno} {f.attr}")
+            if isinstance(child, ast.Constant) and isinstance(child.value, str):
+                tokenizer = "unicode61 remove_diacritics" in child.value or "tokenize = 'trigram'" in child.value
+                if child.value == r"\w+" or tokenizer:
+                    found.append(f"{where}: line {child.lineno} {child.value[:30]!r}")
+            walk(child, inner)
+
+    walk(ast.parse(path.read_text(encoding="utf-8")), "<module>")
+    return found
+
+
+def test_letters_compare_in_one_module() -> None:
+    """domain/text.py owns folding and the word split (and the FTS5 tokenizers, SQLite's side of the fold):
+    every other module calls it, so two places cannot come to compare letters differently unnoticed."""
+    offenders = []
+    for path in MODULES:
+        rel = path.relative_to(PACKAGE).as_posix()
+        if rel == "domain/text.py":
+            continue
+        offenders += [
+            f"{rel} {hit}" for hit in _folds_and_splits(path) if (rel, hit.split(":", 1)[0]) not in FOLD_ALLOWED
+        ]
+    assert not offenders, offenders
+
+
+def test_the_fold_walk_sees_folds(tmp_path: Path) -> None:
+    """The checker itself: a casefold, a normalize, a word pattern and a tokenizer literal are found."""
+    probe = tmp_path / "probe.py"
+    probe.write_text(
+        "import re, unicodedata\nW = re.compile(r'\\w+')\n\n\ndef f(t):\n    return unicodedata.normalize('NFC', t)"
+        ".casefold()\n\n\nS = \"tokenize = 'trigram'\"\n",
+        encoding="utf-8",
+    )
+    assert _folds_and_splits(probe) == [
+        "<module>: line 2 '\\\\w+'",
+        "f: line 6 casefold",
+        "f: line 6 normalize",
+        "<module>: line 9 \"tokenize = 'trigram'\"",
+    ]

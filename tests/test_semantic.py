@@ -28,6 +28,8 @@ import pytest
 from memory_mcp.config import ConfigError, load_settings
 from memory_mcp.edges.server import build_server
 from memory_mcp.index import vectors as vector_table
+from memory_mcp.search import collapse as dup
+from memory_mcp.search import fusion
 from memory_mcp.search import semantic as sem
 from memory_mcp.tools.service import MemoryService
 
@@ -78,25 +80,25 @@ GARAGE = {
 
 
 def test_rrf_sums_reciprocal_ranks_with_k() -> None:
-    fused = sem.rrf([["a", "b", "c"], ["c", "a"]], k=60)
+    fused = fusion.rrf([["a", "b", "c"], ["c", "a"]], k=60)
     assert fused["a"] == pytest.approx(1 / 61 + 1 / 62)
     assert fused["b"] == pytest.approx(1 / 62)
     assert fused["c"] == pytest.approx(1 / 63 + 1 / 61)
     assert sorted(fused, key=fused.get, reverse=True) == ["a", "c", "b"]
     # a small k rewards the head of each list: c (first in one list) now beats a (first and second)
-    small = sem.rrf([["a", "b", "c"], ["c", "a"]], k=1)
+    small = fusion.rrf([["a", "b", "c"], ["c", "a"]], k=1)
     assert small["c"] == pytest.approx(1 / 4 + 1 / 2) and small["a"] == pytest.approx(1 / 2 + 1 / 3)
     assert small["a"] > small["c"]
-    assert sem.rrf([], k=60) == {} and sem.RRF_K == 60
+    assert fusion.rrf([], k=60) == {} and fusion.RRF_K == 60
 
 
 def test_score_fusion_keeps_a_clear_keyword_head_that_rrf_gives_away() -> None:
     # a is far ahead on keywords and last by cosine; b and c are keyword also-rans the cosine leg likes
     keyword = [("a", 10.0), ("b", 1.0), ("c", 0.9)]
     cosine = [("b", 0.90), ("c", 0.89), ("a", 0.50)]
-    rrf_order = [k for k, _ in sem.fuse(keyword, cosine, sem.SemanticConfig(fusion="rrf", keyword_first=False))]
+    rrf_order = [k for k, _ in fusion.fuse(keyword, cosine, sem.SemanticConfig(fusion="rrf", keyword_first=False))]
     assert rrf_order[0] == "b"  # ranks only: b (2nd and 1st) beats a (1st and 3rd)
-    fused = sem.fuse(keyword, cosine, sem.SemanticConfig(fusion="score", keyword_share=0.75, keyword_first=False))
+    fused = fusion.fuse(keyword, cosine, sem.SemanticConfig(fusion="score", keyword_share=0.75, keyword_first=False))
     assert [k for k, _ in fused] == ["a", "b", "c"]
     got = dict(fused)
     assert got["a"] == pytest.approx(0.75 * 1.0 + 0.25 * 0.0)  # cosine scaled min-max over its ranking
@@ -107,38 +109,38 @@ def test_score_fusion_keeps_a_clear_keyword_head_that_rrf_gives_away() -> None:
 def test_score_fusion_lets_the_cosine_leg_overturn_a_close_keyword_order() -> None:
     keyword = [("a", 1.0), ("b", 0.98)]
     cosine = [("b", 0.88), ("z", 0.87), ("a", 0.80)]  # z: found by cosine only
-    fused = sem.fuse(keyword, cosine, sem.SemanticConfig(keyword_first=False))
+    fused = fusion.fuse(keyword, cosine, sem.SemanticConfig(keyword_first=False))
     assert [k for k, _ in fused] == ["b", "a", "z"]
     assert dict(fused)["z"] == pytest.approx(0.25 * (0.87 - 0.80) / (0.88 - 0.80))
     # the share decides: all keyword keeps the keyword order (z last), all cosine is the cosine order
-    assert [k for k, _ in sem.fuse(keyword, cosine, sem.SemanticConfig(keyword_share=1.0, keyword_first=False))] == [
+    assert [k for k, _ in fusion.fuse(keyword, cosine, sem.SemanticConfig(keyword_share=1.0, keyword_first=False))] == [
         "a",
         "b",
         "z",
     ]
-    assert [k for k, _ in sem.fuse(keyword, cosine, sem.SemanticConfig(keyword_share=0.0, keyword_first=False))] == [
+    assert [k for k, _ in fusion.fuse(keyword, cosine, sem.SemanticConfig(keyword_share=0.0, keyword_first=False))] == [
         "b",
         "z",
         "a",
     ]
     # one-sided inputs: a lone cosine result counts fully; no keyword results leaves the cosine order
-    assert sem.fuse([], [("x", 0.5)], sem.SemanticConfig(keyword_first=False)) == [("x", pytest.approx(0.25))]
-    assert [k for k, _ in sem.fuse([], cosine, sem.SemanticConfig(keyword_first=False))] == ["b", "z", "a"]
+    assert fusion.fuse([], [("x", 0.5)], sem.SemanticConfig(keyword_first=False)) == [("x", pytest.approx(0.25))]
+    assert [k for k, _ in fusion.fuse([], cosine, sem.SemanticConfig(keyword_first=False))] == ["b", "z", "a"]
 
 
 def test_keyword_first_keeps_the_keyword_head_first_and_fuses_the_rest() -> None:
     # the cosine leg prefers b and finds z; pinned, a (keyword #1) stays first, b and z are fused behind it
     keyword = [("a", 1.0), ("b", 0.98), ("c", 0.5)]
     cosine = [("z", 0.90), ("b", 0.88), ("a", 0.80)]
-    free = sem.fuse(keyword, cosine, sem.SemanticConfig(keyword_first=False))
-    pinned = sem.fuse(keyword, cosine, sem.SemanticConfig())
+    free = fusion.fuse(keyword, cosine, sem.SemanticConfig(keyword_first=False))
+    pinned = fusion.fuse(keyword, cosine, sem.SemanticConfig())
     assert free[0][0] == "b"
     assert [k for k, _ in pinned] == ["a"] + [k for k, _ in free if k != "a"]
     assert dict(pinned) == dict(free)  # the order changes, never a score
     # the same for rrf, and nothing to pin without keyword results
-    rrf_pinned = sem.fuse(keyword, cosine, sem.SemanticConfig(fusion="rrf"))
+    rrf_pinned = fusion.fuse(keyword, cosine, sem.SemanticConfig(fusion="rrf"))
     assert rrf_pinned[0][0] == "a"
-    assert [k for k, _ in sem.fuse([], cosine, sem.SemanticConfig())] == ["z", "b", "a"]
+    assert [k for k, _ in fusion.fuse([], cosine, sem.SemanticConfig())] == ["z", "b", "a"]
 
 
 def test_semantic_config_rejects_unknown_fusion_and_shares_outside_0_1() -> None:
@@ -146,7 +148,7 @@ def test_semantic_config_rejects_unknown_fusion_and_shares_outside_0_1() -> None
         sem.SemanticConfig(fusion="max")
     with pytest.raises(ValueError, match="keyword_share: 1.5 is outside 0..1"):
         sem.SemanticConfig(keyword_share=1.5)
-    assert sem.SemanticConfig().fusion == "score" and sem.SemanticConfig().keyword_share == sem.KEYWORD_SHARE
+    assert sem.SemanticConfig().fusion == "score" and sem.SemanticConfig().keyword_share == fusion.KEYWORD_SHARE
 
 
 def test_packed_vectors_are_normalised_float32() -> None:
@@ -203,7 +205,7 @@ def test_hybrid_finds_what_keywords_cannot_and_says_which_mode_ran(tmp_path: Pat
         assert [r.id for r in hy.results] == ["garage"]  # pasta and taxes share nothing: cosine 0 is not ranked
         top = hy.results[0]
         # the only cosine result scales to 1 and has no keyword share: fused = 1 - keyword_share
-        assert top.cosine is not None and top.cosine > 0 and top.fused == pytest.approx(1 - sem.KEYWORD_SHARE)
+        assert top.cosine is not None and top.cosine > 0 and top.fused == pytest.approx(1 - fusion.KEYWORD_SHARE)
         assert top.score == 0  # no keyword evidence; the fused score orders it
         # the query first, then every memory once (title and body)
         assert fake.texts[0] == "my car"
@@ -562,10 +564,10 @@ def test_hybrid_collapses_as_keyword_mode_unless_a_collapse_cosine_is_set(tmp_pa
 
 
 def test_collapse_function_reasons_and_min_words() -> None:
-    def cand(i: str, text: str) -> sem.DupCandidate:
-        return sem.DupCandidate(i, " ".join(text.lower().split()), sem.words(text))  # `same`: normalised text
+    def cand(i: str, text: str) -> dup.DupCandidate:
+        return dup.DupCandidate(i, " ".join(text.lower().split()), dup.words(text))  # `same`: normalised text
 
-    out = sem.collapse(
+    out = dup.collapse(
         [cand("1", "ok"), cand("2", "OK"), cand("3", "ok then"), cand("4", "fine ok then")], jaccard_min=0.5
     )
     assert out.kept == ["1", "3", "4"] and out.dropped == [("1", "2", "same text")]  # short texts: equality only
@@ -704,7 +706,7 @@ def _check_real(tmp_path: Path, provider: sem.EmbeddingProvider, multilingual: b
         hi, lo = max(cosines), min(cosines)
         for r in d.results:
             scaled = (r.cosine - lo) / (hi - lo) if r.cosine is not None else 0.0
-            expected = sem.KEYWORD_SHARE * r.score / kw_top + (1 - sem.KEYWORD_SHARE) * scaled
+            expected = fusion.KEYWORD_SHARE * r.score / kw_top + (1 - fusion.KEYWORD_SHARE) * scaled
             assert r.fused == pytest.approx(expected, abs=2e-3), r.id  # cosines are shown to 4 places
         assert d.results[0].id == "garage" and d.results[0].fused == pytest.approx(1.0, abs=1e-5)
     finally:

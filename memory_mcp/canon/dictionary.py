@@ -6,9 +6,10 @@ Line format: `- canonical: description (aka: synonym, abbr)`. Anything else in t
 from __future__ import annotations
 
 import re
-import unicodedata
 from dataclasses import dataclass, field
 from pathlib import Path
+
+from ..domain.text import nfkc_casefold
 
 _LINE = re.compile(r"^\s*[-*]\s+([^:]+?)\s*:\s*(.*?)\s*$")
 _AKA = re.compile(r"\(\s*aka\s*:\s*([^)]*)\)", re.IGNORECASE)
@@ -16,7 +17,7 @@ _AKA = re.compile(r"\(\s*aka\s*:\s*([^)]*)\)", re.IGNORECASE)
 
 def entity_key(name: str) -> str:
     """Spelling-insensitive form of an entity: NFKC, case-folded, spaces/underscores as '-'."""
-    text = unicodedata.normalize("NFKC", name).casefold().strip()
+    text = nfkc_casefold(name).strip()
     return re.sub(r"[\s_]+", "-", text)
 
 

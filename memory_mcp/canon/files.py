@@ -28,6 +28,7 @@ from ruamel.yaml.representer import RoundTripRepresenter
 from ruamel.yaml.scalarstring import DoubleQuotedScalarString, SingleQuotedScalarString
 
 from ..domain.memory import ConflictRecord, Memory
+from ..domain.text import nfkc_casefold, squeeze
 from ..domain.vocabulary import MemoryType, State, Trust
 from . import fastyaml
 
@@ -182,8 +183,7 @@ def sha256_bytes(data: bytes) -> str:
 
 def normalised_text(title: str, body: str) -> str:
     """What dedupe compares: NFKC, case-folded, whitespace collapsed."""
-    text = unicodedata.normalize("NFKC", f"{title}\n{body}").casefold()
-    return " ".join(text.split())
+    return squeeze(nfkc_casefold(f"{title}\n{body}"))
 
 
 def norm_hash(title: str, body: str) -> str:

@@ -1,7 +1,11 @@
-"""Text folding shared by the index, the planner, documents and the conflict gate.
+"""How letters compare: the one module that folds and splits text, for the index, the planner, collapse,
+documents, the dictionary and the conflict gate.
 
-One definition of how letters compare (case, width, diacritics; Hangul kept whole) and of the light
-stem a prefix search starts from, so every layer that compares words agrees.
+`fold` is the comparison search uses (case, width, diacritics; Hangul kept whole), with SQLite's word
+tokenizer (`FTS_WORD_TOKENIZER`) as its twin in the index. A few places compare more strictly on purpose and
+say so by calling a named fold here: `fold_case` (case only, accents kept) and `nfkc_casefold` (width and
+case, accents kept: what a memory's norm_hash and an entity key are made of). `words` is the one word split.
+Also the light stem a prefix search starts from, so every layer that compares words agrees.
 """
 
 from __future__ import annotations
@@ -11,7 +15,14 @@ import unicodedata
 from dataclasses import dataclass, field
 from functools import lru_cache
 
-_HANGUL = re.compile(r"[\uac00-\ud7a3]")
+HANGUL = re.compile(r"[\uac00-\ud7a3]")  # a precomposed Hangul syllable
+_WORD = re.compile(r"\w+", re.UNICODE)
+
+# SQLite's side of the comparison: FTS5's word tokenizer folds case and (remove_diacritics 2) drops
+# diacritics as `fold` does; the trigram tokenizer folds case only, code point by code point (index/bm25.py
+# reproduces it for exact phrase counts).
+FTS_WORD_TOKENIZER = "unicode61 remove_diacritics 2"
+FTS_TRIGRAM_TOKENIZER = "trigram"
 # Korean particles and endings, longest first; stripped to find the stem a prefix search starts from.
 _KO_SUFFIXES = sorted(
     """이었다 였다 했다 한다 하는 하고 해서 에서는 에서 에게 으로는 으로 로는 까지 부터 보다 처럼 만큼
@@ -74,6 +85,39 @@ def fold(text: str) -> str:
         return unicodedata.normalize("NFC", _marks().sub("", unicodedata.normalize("NFKD", text)))
 
 
+def words(text: str) -> list[str]:
+    """The word split every layer uses: runs of letters, digits and `_` (as typed: fold before or after)."""
+    return _WORD.findall(text)
+
+
+def fold_case(text: str) -> str:
+    """Case only, accents and width kept: near-duplicate collapse's word overlap (a reworded "resume" is not
+    "résumé" there) and the language guess, which counts accented letters."""
+    return text.casefold()
+
+
+def nfkc_casefold(text: str) -> str:
+    """Width and case folded (NFKC), accents kept: what a memory's norm_hash is computed from and what an entity
+    key is made of. Not `fold`: stored hashes and dictionary keys must not change with the search fold."""
+    return unicodedata.normalize("NFKC", text).casefold()
+
+
+def squeeze(text: str) -> str:
+    """Whitespace runs as one space, no space at either end."""
+    return " ".join(text.split())
+
+
+def folded_body(text: str) -> str:
+    """`fold`ed, then whitespace squeezed: the "same body" key of near-duplicate collapse."""
+    return squeeze(fold(text))
+
+
+def squeezed_folded(text: str) -> str:
+    """Whitespace squeezed, then `fold`ed: the conflict gate's "same body" key. It differs from `folded_body`
+    only where folding itself makes a space (NFKD of a spacing mark such as "¨"); both kept as they were."""
+    return fold(squeeze(text))
+
+
 @dataclass
 class Term:
     text: str  # the folded term as typed
@@ -83,7 +127,7 @@ class Term:
 
 
 def stem(term: str) -> str:
-    if _HANGUL.search(term):
+    if HANGUL.search(term):
         for suffix in _KO_SUFFIXES:
             if term.endswith(suffix) and len(term) - len(suffix) >= 1:
                 return term[: -len(suffix)]

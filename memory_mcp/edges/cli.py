@@ -35,7 +35,7 @@ from ..importers.run import ImportAnswer, apply_import, dry_run, plan_import
 from ..store.git import GitFailedError
 from ..store.sync import SyncOptions
 from ..tools.service import MemoryService
-from .render import current_mark
+from .answer_text import current_mark
 
 if TYPE_CHECKING:
     from tqdm import tqdm

@@ -46,7 +46,7 @@ from ..domain.vocabulary import (
     UPDATE_OPS,
 )
 from ..tools.service import MemoryService
-from .render import recall_text, remember_text, usage_guide
+from .answer_text import recall_text, remember_text, usage_guide
 
 P = ParamSpec("P")
 R = TypeVar("R")

@@ -13,6 +13,7 @@ from __future__ import annotations
 import re
 from pathlib import Path
 
+from ..domain.text import fold_case
 from .notes import (
     NoteError,
     as_list,
@@ -55,7 +56,7 @@ def parse(path: Path) -> Parsed:
         key = f"note:{name}"
         for alias in (title, str(note.meta.get("permalink") or ""), file.stem):
             if alias:
-                names.setdefault(alias.casefold(), key)
+                names.setdefault(fold_case(alias), key)
         tags = as_list(note.meta.get("tags"))
         kept, observations = [], []
         lines = body.split("\n")
@@ -86,7 +87,7 @@ def parse(path: Path) -> Parsed:
                 Draft(plain, obs_body, kind, f"{source} (observation)", tuple(dict.fromkeys([title, *obs_tags])))
             )
     for key, rel, target in relations:
-        other = names.get(target.casefold())
+        other = names.get(fold_case(target))
         if other is None:
             out.drop("relations to notes outside the import (their lines stay in the note's text)")
         elif other != key:

@@ -33,6 +33,8 @@ from collections import OrderedDict
 from collections.abc import Sequence
 from dataclasses import dataclass, field
 
+from ..domain.text import FTS_TRIGRAM_TOKENIZER
+
 K1 = 1.2
 B = 0.75
 
@@ -117,7 +119,7 @@ def _learn_folds(chars: set[str]) -> None:
         return  # another thread learnt them meanwhile
     if not _PROBE:
         probe = sqlite3.connect(":memory:", isolation_level=None, check_same_thread=False)
-        probe.execute("CREATE VIRTUAL TABLE fold USING fts5 (t, tokenize = 'trigram')")
+        probe.execute(f"CREATE VIRTUAL TABLE fold USING fts5 (t, tokenize = '{FTS_TRIGRAM_TOKENIZER}')")
         probe.execute("CREATE VIRTUAL TABLE fold_at USING fts5vocab (fold, 'instance')")
         _PROBE.append(probe)
     probe = _PROBE[0]

@@ -18,10 +18,11 @@ from typing import NamedTuple
 
 from ..canon.files import norm_hash, now_iso
 from ..domain.models import Memory
+from ..domain.text import FTS_TRIGRAM_TOKENIZER, FTS_WORD_TOKENIZER
 
 SCHEMA_VERSION = 5
 
-SCHEMA = """
+SCHEMA = f"""
 CREATE TABLE meta (key TEXT PRIMARY KEY, value TEXT NOT NULL);
 -- one row per canon file seen, parseable or not: the stat gate and the hash ledger
 CREATE TABLE files (
@@ -91,9 +92,9 @@ CREATE INDEX conflicts_recorded_in ON conflicts (recorded_in);
 CREATE TABLE heat (memory_id TEXT PRIMARY KEY, recalls INTEGER NOT NULL, last_recalled TEXT NOT NULL);
 CREATE VIRTUAL TABLE fts_word USING fts5 (
     title, entities, body,
-    tokenize = "unicode61 remove_diacritics 2", prefix = '1 2 3'
+    tokenize = "{FTS_WORD_TOKENIZER}", prefix = '1 2 3'
 );
-CREATE VIRTUAL TABLE fts_tri USING fts5 (title, entities, body, tokenize = 'trigram');
+CREATE VIRTUAL TABLE fts_tri USING fts5 (title, entities, body, tokenize = '{FTS_TRIGRAM_TOKENIZER}');
 -- indexed documents (read-only sources from settings): the same ledger idea, and chunks with line ranges
 CREATE TABLE doc_files (
     path TEXT PRIMARY KEY,           -- absolute path
@@ -118,9 +119,9 @@ CREATE TABLE doc_chunks (
 CREATE INDEX doc_chunks_path ON doc_chunks (path);
 CREATE VIRTUAL TABLE fts_doc_word USING fts5 (
     title, entities, body,
-    tokenize = "unicode61 remove_diacritics 2", prefix = '1 2 3'
+    tokenize = "{FTS_WORD_TOKENIZER}", prefix = '1 2 3'
 );
-CREATE VIRTUAL TABLE fts_doc_tri USING fts5 (title, entities, body, tokenize = 'trigram');
+CREATE VIRTUAL TABLE fts_doc_tri USING fts5 (title, entities, body, tokenize = '{FTS_TRIGRAM_TOKENIZER}');
 """
 
 

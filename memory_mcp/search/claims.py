@@ -27,17 +27,16 @@ from dataclasses import dataclass
 from functools import lru_cache
 
 from ..domain import vocabulary as vocab
-from ..domain.text import Term, fold, stem
+from ..domain.text import HANGUL, Term, fold, fold_case, stem
+from ..domain.text import words as split_words
 from .planner import STOPWORDS, terms_of
-
-_HANGUL = re.compile("[\uac00-\ud7a3]")
 
 
 def _forms(word: str) -> set[str]:
     f = fold(word)
     s = stem(f)
     # a one-syllable Korean stem ("한도" → 한) would catch every word that starts with it
-    return {f} if _HANGUL.search(f) and len(s) < 2 else {f, s}
+    return {f} if HANGUL.search(f) and len(s) < 2 else {f, s}
 
 
 def _table(groups: dict) -> dict[str, object]:
@@ -70,13 +69,13 @@ _SUBJECT_CONCEPTS = vocab.SUBJECT_CONCEPTS
 _NUMBER_WORD = {fold(w): n for n, words in vocab.NUMBER_WORDS.items() for w in words.split()}
 _GENERIC = frozenset(f for w in vocab.GENERIC_WORDS for f in _forms(w)) | STOPWORDS
 _CUES = tuple(fold(c.strip()) for c in vocab.REPLACEMENT_CUES.split("|") if c.strip())
-_CUES_LATIN = tuple(c for c in _CUES if not _HANGUL.search(c))
-_CUES_KO = tuple(c for c in _CUES if _HANGUL.search(c))
+_CUES_LATIN = tuple(c for c in _CUES if not HANGUL.search(c))
+_CUES_KO = tuple(c for c in _CUES if HANGUL.search(c))
 _CUE_WORDS = frozenset(w for c in _CUES_LATIN for w in c.split())
 _CUE_RE = re.compile(r"\b(" + "|".join(re.escape(c) for c in sorted(_CUES_LATIN, key=len, reverse=True)) + r")\b")
 _NEGATIONS = [fold(n) for n in vocab.NEGATIONS.split("|")]
-_NEGATION_RE = re.compile(r"\b(" + "|".join(re.escape(n) for n in _NEGATIONS if not _HANGUL.search(n)) + r")\b")
-_NEGATION_KO = tuple(n for n in _NEGATIONS if _HANGUL.search(n))
+_NEGATION_RE = re.compile(r"\b(" + "|".join(re.escape(n) for n in _NEGATIONS if not HANGUL.search(n)) + r")\b")
+_NEGATION_KO = tuple(n for n in _NEGATIONS if HANGUL.search(n))
 _NUMBER_WORD_RE = re.compile(r"\b(" + "|".join(map(re.escape, _NUMBER_WORD)) + r")\b")
 # a number and the word right after it: "24 hours", "3 replicas", "40gb", "5회로", "200 por"
 _QUANTITY = re.compile(r"(?<![\w.])(\d+(?:[.,]\d+)*)\s*(%|[^\W\d_]+)?")
@@ -95,7 +94,7 @@ _HALF = re.compile(r"\bhalf an?\s+|\bmedia\s+|\bmedio\s+")
 _ONE = re.compile(
     r"\b(?:a|an|one|un|una)\s+(?=(?:"
     + "|".join(
-        re.escape(fold(w)) for words in vocab.DURATION_UNITS.values() for w in words.split() if not _HANGUL.search(w)
+        re.escape(fold(w)) for words in vocab.DURATION_UNITS.values() for w in words.split() if not HANGUL.search(w)
     )
     + r")\b)"
 )
@@ -160,7 +159,7 @@ def concept(word: str) -> str | None:
 def _lookup(table: dict[str, object], word: str) -> object | None:
     if word in table:
         return table[word]
-    if _HANGUL.search(word):  # Korean endings the light stemmer keeps: 맡는다, 반말로, 비활성화했다
+    if HANGUL.search(word):  # Korean endings the light stemmer keeps: 맡는다, 반말로, 비활성화했다
         for end in range(len(word) - 1, 1, -1):
             if word[:end] in table:
                 return table[word[:end]]
@@ -184,13 +183,13 @@ def _entity_words(entities: tuple[str, ...]) -> frozenset[str]:
 
 
 def language(text: str) -> str:
-    if _HANGUL.search(text):
+    if HANGUL.search(text):
         return "ko"
     folded = fold(text)
-    words = re.findall(r"\w+", folded)
-    es = sum(w in _ES_MARKS for w in words) + 2 * len(re.findall("[ñ¿¡]", text.casefold()))
-    es += len(re.findall("[áéíóú]", text.casefold()))
-    en = sum(w in _EN_MARKS for w in words)
+    found = split_words(folded)
+    es = sum(w in _ES_MARKS for w in found) + 2 * len(re.findall("[ñ¿¡]", fold_case(text)))
+    es += len(re.findall("[áéíóú]", fold_case(text)))
+    en = sum(w in _EN_MARKS for w in found)
     return "es" if es > en else "en"
 
 
@@ -221,7 +220,7 @@ def _fmt(x: float) -> str:
 def _unit_of(unit: str) -> tuple[str, float] | None:
     """("duration", seconds) or ("size", bytes) for a unit word, else None."""
     for dim, table in (("duration", _DURATION), ("size", _SIZE)):
-        if _HANGUL.search(unit):  # "초로", "시간이다": the unit opens the word
+        if HANGUL.search(unit):  # "초로", "시간이다": the unit opens the word
             hit = next((table[unit[:end]] for end in range(len(unit), 0, -1) if unit[:end] in table), None)
         else:
             hit = table.get(unit) or table.get(stem(unit))
@@ -304,16 +303,16 @@ def _values(text: str, entities: tuple[str, ...]) -> tuple[dict[str, set[str]], 
     rest = _TIME_ES.sub(time_es, rest)
     rest = _CHANNEL.sub(channel, rest)
     rest = _CODE.sub(code, rest)
-    for word in re.findall(r"\w+", rest):
+    for word in split_words(rest):
         hit = (
             _VALUE_WORD.get(word)
             or _VALUE_WORD.get(stem(word))
-            or (_lookup(_VALUE_WORD, word) if _HANGUL.search(word) else None)
+            or (_lookup(_VALUE_WORD, word) if HANGUL.search(word) else None)
         )
         if hit:
             add(str(hit[0]), str(hit[1]), word)
     for word, day in _WEEKDAY.items():
-        if re.search(rf"(?<!\w){re.escape(word)}(?!\w)" if not _HANGUL.search(word) else re.escape(word), rest):
+        if re.search(rf"(?<!\w){re.escape(word)}(?!\w)" if not HANGUL.search(word) else re.escape(word), rest):
             add("weekday", str(day), word)
     names = {
         n
@@ -340,9 +339,9 @@ def _values(text: str, entities: tuple[str, ...]) -> tuple[dict[str, set[str]], 
             add(dim[0], _fmt(n * dim[1]), unit)
         elif unit == "%":
             add("percent", _fmt(n))
-        elif unit and _HANGUL.search(unit) and unit.startswith(_KO_COUNTERS):
+        elif unit and HANGUL.search(unit) and unit.startswith(_KO_COUNTERS):
             add("count", _fmt(n), unit)
-        elif unit and not _HANGUL.search(unit) and unit not in _GENERIC and len(unit) > 1:
+        elif unit and not HANGUL.search(unit) and unit not in _GENERIC and len(unit) > 1:
             add(f"unit:{concept(unit) or stem(unit)}", _fmt(n))
         elif prev and (prev in name_set or prev in _entity_words(entities)) and not unit:
             add(f"version:{prev}", raw)
@@ -382,7 +381,7 @@ def claim_of(s: Statement) -> Claim:
             continue
         known = concept(t.text) or concept(w)  # a concept word counts even when it is short or common ("owns")
         if not known and (
-            (len(w) < 2 and not _HANGUL.search(w))
+            (len(w) < 2 and not HANGUL.search(w))
             or t.text in _GENERIC
             or w in _GENERIC
             or w in _CUE_WORDS

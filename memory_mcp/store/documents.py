@@ -24,7 +24,7 @@ from ..canon import files as canon
 from ..config import DocumentSource
 from ..domain.models import DocumentsReport, SkippedDocument, SourceStatus, first_paragraph
 from ..domain.text import Term, fold
-from ..index import documents as doc_table
+from ..index import document_tables as doc_table
 
 _HEADING = re.compile(r"^#{1,3}\s+(\S.*?)\s*#*\s*$")
 _FENCE = re.compile(r"^\s*(```|~~~)")

@@ -19,11 +19,11 @@ from ..canon import files as canon
 from ..canon.dictionary import EntityDictionary
 from ..domain.errors import StoreAccessError
 from ..domain.models import ConflictSummary, DocumentsReport, IndexReport, ReconcileReport, ScopeReport
-from ..index import conflicts as conflict_table
+from ..index import conflict_pairs as conflict_table
 from ..index import db as ix
 from ..index import ledger
 from ..index import vectors as vector_table
-from ..index.documents import has_doc_files
+from ..index.document_tables import has_doc_files
 from ..index.reads import memory_ids
 from .documents import DocumentSource, reconcile_documents
 from .lock import StoreLock

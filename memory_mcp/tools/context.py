@@ -17,13 +17,13 @@ from typing import TYPE_CHECKING
 from ..domain.errors import InputError, StoreMissingError
 from ..domain.models import ConflictSummary, ContextAnswer, HandoffInfo, ReviewDue
 from ..domain.text import clip
+from ..index import db as ix
+from ..index import reads
+from .limits import DEFAULT_BUDGET
 
 if TYPE_CHECKING:
     from .state import ServiceState
-from ..index import db as ix
-from ..index import reads
 
-DEFAULT_BUDGET = 4096
 HANDOFF_CHARS = 1200
 EXCERPT_CHARS = 160
 TITLE_CHARS = 80  # conflicts and reviews name their memories by title only

@@ -13,9 +13,6 @@ from ..search.conflicts import (
     MAX_RELATED,
     NEAR_TEXT_SIMILARITY,
 )
-from .context import (
-    DEFAULT_BUDGET,
-)
 
 MAX_TITLE = 200
 MAX_BODY = 200_000
@@ -28,6 +25,7 @@ RECALL_LIMIT = (1, 20)
 BROWSE_LIMIT = (1, 500)
 COMPACTION_MIN_AGE_DAYS = 30
 COMPACTION_MIN_GROUP = 3
+DEFAULT_BUDGET = 4096  # memory://context's bytes (context.budget_bytes)
 
 
 def _setting(default: Any, key: str) -> Any:

@@ -21,7 +21,6 @@ from ..store.documents import (
 from ..store.scopes import Opened, locate, merged_report
 from ..store.session import StoreSession
 from .links import chain
-from .rank import is_memory_path
 from .state import ServiceState
 
 
@@ -46,7 +45,7 @@ def read(
         if id is not None:
             o, mem = locate(opened, id)
             full, rel = o.session.store.memory_file(mem.path), mem.path
-        elif is_memory_path(path):
+        elif _is_memory_path(path):
             o, full, rel = _memory_file(opened, path)
             mem = ix.get_memory(o.session.conn, path=rel)
         else:
@@ -142,3 +141,7 @@ def _conflict_history(s: StoreSession, mem_id: str) -> list[ConflictHistoryEntry
         )
         for r in rows
     ]
+
+
+def _is_memory_path(path: str) -> bool:
+    return Path(path).parts[:1] == ("memories",)

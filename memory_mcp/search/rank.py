@@ -5,16 +5,16 @@ from __future__ import annotations
 import sqlite3
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
+from datetime import datetime
 from functools import partial
 from pathlib import Path
 from typing import overload
 
 from ..domain.models import RecallResult
-from ..domain.ranking import ScoreParts, components, score_parts, score_total
+from ..domain.ranking import RankingConstants, ScoreParts, components, score_parts, score_total
 from ..domain.text import Term, fold
 from ..domain.vocabulary import State
 from ..index import db as ix
-from ..search.planner import DOCUMENTS, Corpus, Filters, Plan, best_line, coverage
 from ..store.documents import (
     DOCUMENT_TRUST,
     ChunkRow,
@@ -23,7 +23,22 @@ from ..store.documents import (
     display_path,
 )
 from ..store.session import StoreSession
-from .state import ServiceState
+from .planner import DOCUMENTS, Corpus, Filters, Plan, best_line, coverage
+from .semantic import Semantic
+
+UNLIMITED = 1_000_000_000  # "every candidate" for a ranking that is cut later (after fusion or collapse)
+
+
+@dataclass(frozen=True)
+class SearchSettings:
+    """What a recall reads of the service: its clock (freshness, heat), ranking constants, the project root
+    (document paths are shown relative to it), the embedder and the near-duplicate threshold."""
+
+    clock: Callable[[], datetime]
+    ranking: RankingConstants
+    project_root: Path | None
+    semantic: Semantic
+    collapse_jaccard: float | None  # None: never collapse near-duplicates
 
 
 @dataclass
@@ -35,10 +50,6 @@ class Pool:
     corpus: Corpus
     plan: Plan
     filters: Filters | None = None
-
-
-def is_memory_path(path: str) -> bool:
-    return Path(path).parts[:1] == ("memories",)
 
 
 def document_result(
@@ -133,26 +144,26 @@ def _memory_result_of(
 class Ranked(Sequence[RecallResult]):
     """Ranked results built only when looked at: a recall ranks ~100 candidates and returns 5-20."""
 
-    def __init__(svc, builders: list[Callable[[], RecallResult]], scores: list[float], keys: list[str]) -> None:
-        svc._builders = builders
-        svc._built: list[RecallResult | None] = [None] * len(builders)
+    def __init__(self, builders: list[Callable[[], RecallResult]], scores: list[float], keys: list[str]) -> None:
+        self._builders = builders
+        self._built: list[RecallResult | None] = [None] * len(builders)
         # each result's keyword score and result_key, readable without building the result
-        svc.scores = scores
-        svc.keys = keys
+        self.scores = scores
+        self.keys = keys
 
-    def __len__(svc) -> int:
-        return len(svc._builders)
+    def __len__(self) -> int:
+        return len(self._builders)
 
     @overload
-    def __getitem__(svc, i: int) -> RecallResult: ...
+    def __getitem__(self, i: int) -> RecallResult: ...
     @overload
-    def __getitem__(svc, i: slice) -> list[RecallResult]: ...
-    def __getitem__(svc, i: int | slice) -> RecallResult | list[RecallResult]:
+    def __getitem__(self, i: slice) -> list[RecallResult]: ...
+    def __getitem__(self, i: int | slice) -> RecallResult | list[RecallResult]:
         if isinstance(i, slice):
-            return [svc[j] for j in range(*i.indices(len(svc)))]
-        built = svc._built[i]
+            return [self[j] for j in range(*i.indices(len(self)))]
+        built = self._built[i]
         if built is None:
-            built = svc._built[i] = svc._builders[i]()
+            built = self._built[i] = self._builders[i]()
         return built
 
 
@@ -165,7 +176,7 @@ def result_key(scope: str, result_id: str) -> str:
     return f"{scope}\x00{result_id}"
 
 
-def rank(svc: ServiceState, pools: list[Pool], limit: int, lines: DeferredLines | None = None) -> Ranked:
+def rank(settings: SearchSettings, pools: list[Pool], limit: int, lines: DeferredLines | None = None) -> Ranked:
     """Score candidates from every pool on one scale: each pool's legs are divided by that pool's best value.
 
     Raw bm25 is not comparable between FTS tables: each store has its own term statistics, and a term in
@@ -182,7 +193,7 @@ def rank(svc: ServiceState, pools: list[Pool], limit: int, lines: DeferredLines 
             at = {rowid: (chunk, cited_line(pool.plan.terms, chunk)) for rowid, chunk in chunks.items()}
             cited[n] = {rowid: (chunk, line) for rowid, (chunk, line) in at.items() if line is not None}
             pool.plan.candidates = {r: c for r, c in pool.plan.candidates.items() if r in cited[n]}
-    now = svc.clock()
+    now = settings.clock()
     scored: list[tuple[float, str, Callable[[], RecallResult], str]] = []  # (score, id, build, scope)
     pages: list[tuple[_WideRows, str, dict[str, int]]] = []  # each memory pool's rows, scope, id → rowid
     for n, pool in enumerate(pools):
@@ -200,14 +211,14 @@ def rank(svc: ServiceState, pools: list[Pool], limit: int, lines: DeferredLines 
                 t = score_total(
                     word=word, trigram=trigram, like=c.like, coverage=cover, trust=DOCUMENT_TRUST,
                     state=State.ACTIVE.value, updated=chunk.updated, recalls=0, last_recalled=None, now=now,
-                    k=svc.ranking,
+                    k=settings.ranking,
                 )  # fmt: skip
                 comp = score_parts(
                     t, word=word, trigram=trigram, like=c.like, coverage=cover, trust=DOCUMENT_TRUST,
-                    state=State.ACTIVE.value, k=svc.ranking,
+                    state=State.ACTIVE.value, k=settings.ranking,
                 )  # fmt: skip
                 total = t.total
-                shown = display_path(Path(chunk.path), svc.scopes.project_root)
+                shown = display_path(Path(chunk.path), settings.project_root)
                 doc_id = f"doc:{shown}#{chunk.start_line}"
                 build = partial(document_result, pool.scope, chunk, doc_id, shown, line, total, comp)
                 scored.append((total, doc_id, build, pool.scope))
@@ -216,7 +227,7 @@ def rank(svc: ServiceState, pools: list[Pool], limit: int, lines: DeferredLines 
         heat = ix.heat_of(conn, [m.id for m in rows])
         wide = _WideRows(conn)
         pages.append((wide, pool.scope, {m.id: m.rowid for m in rows}))
-        k = svc.ranking
+        k = settings.ranking
         for m in rows:
             c = cands[m.rowid]
             recalls, last = heat.get(m.id, (0, None))

@@ -22,10 +22,8 @@ from dataclasses import dataclass, field
 from ..domain.models import RecallResult
 from ..domain.vocabulary import State
 from ..index import reads
-from ..search import semantic as sem
-from ..search.planner import MEMORIES, Candidate, Plan
-from .rank import DeferredLines, Pool, Ranked, rank, result_key
-from .state import ServiceState
+from .planner import MEMORIES, Candidate, Plan
+from .rank import UNLIMITED, DeferredLines, Pool, Ranked, SearchSettings, rank, result_key
 
 
 @dataclass
@@ -51,7 +49,7 @@ class Succession:
 
 
 def current_first(
-    svc: ServiceState, pools: list[Pool], ranked: Sequence[RecallResult], lines: DeferredLines
+    settings: SearchSettings, pools: list[Pool], ranked: Sequence[RecallResult], lines: DeferredLines
 ) -> tuple[Sequence[RecallResult], Succession]:
     """`ranked` with successors above the memories they superseded and current versions brought in."""
     keys = ranked.keys if isinstance(ranked, Ranked) else [result_key(r.scope, r.id) for r in ranked]
@@ -79,7 +77,7 @@ def current_first(
             later[key] = {result_key(pool.scope, s) for s in successors} & (at.keys() | now)
         if wanted:
             plan = Plan(pool.plan.terms, pool.plan.legs, {rowid: Candidate(rowid) for rowid in wanted.values()})
-            built = rank(svc, [Pool(pool.scope, pool.session, MEMORIES, plan, pool.filters)], sem.UNLIMITED, lines)
+            built = rank(settings, [Pool(pool.scope, pool.session, MEMORIES, plan, pool.filters)], UNLIMITED, lines)
             for n, key in enumerate(built.keys):
                 extra[key] = _getter(built, n)
     if not any(later.values()):
