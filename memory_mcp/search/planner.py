@@ -21,7 +21,7 @@ from ..canon.dictionary import EntityDictionary
 from ..domain.ranking import DEFAULT, RankingConstants
 from ..domain.text import Term, fold, stem, verb_root
 from ..index.bm25 import exact_bm25
-from ..index.search import any_in_state, fts_scores, like_rowids
+from ..index.search import any_in_state, fts_scores, like_rowids, word_tokenizer_joins
 
 CANDIDATES_PER_LEG = DEFAULT.candidates_per_leg  # the default; plans use RankingConstants.candidates_per_leg
 MAX_QUERY_CHARS = 2000
@@ -34,8 +34,20 @@ _SHORT_STOPWORDS = {
 }  # fmt: skip
 
 
+def words_of(query: str) -> list[str]:
+    """The query's words, split where the word index splits them: Python's `\\w` plus the characters the
+    index's tokenizer keeps inside a word and Python does not (a combining mark, an unassigned code point:
+    `\\ud7fc0` is one word there, and searching for its `0` alone never met it)."""
+    if query.isascii():
+        return _WORD.findall(query)
+    joins = word_tokenizer_joins(c for c in set(query) if not c.isascii() and not _WORD.match(c))
+    if not joins:
+        return _WORD.findall(query)
+    return re.findall("[\\w" + re.escape("".join(sorted(joins))) + "]+", query)
+
+
 def terms_of(query: str, dictionary: EntityDictionary | None = None) -> list[Term]:
-    words = [fold(w) for w in _WORD.findall(query[:MAX_QUERY_CHARS])]
+    words = [fold(w) for w in words_of(query[:MAX_QUERY_CHARS])]
     seen: dict[str, Term] = {}
     for w in words:
         w = w.replace("_", "")
