@@ -501,7 +501,8 @@ def _short(args: dict[str, Any]) -> str:
 
 
 def reset(server: Server) -> None:
-    """An empty `memories/` in the server's store (by hand: the server learns it on its next call)."""
+    """An empty `memories/` in the server's store and no sibling store (by hand: the server learns it on its
+    next call), so that no example depends on another."""
     memories = server.root / "memories"
     if memories.is_dir():
         for child in memories.iterdir():
@@ -509,6 +510,9 @@ def reset(server: Server) -> None:
                 shutil.rmtree(child)
             else:
                 child.unlink()
+    for sibling in server.home.iterdir():
+        if sibling != server.root:
+            shutil.rmtree(sibling) if sibling.is_dir() and not sibling.is_symlink() else sibling.unlink()
 
 
 FUZZ_SETTINGS = settings(
