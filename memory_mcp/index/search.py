@@ -80,14 +80,12 @@ def word_tokenizer_joins(chars: Iterable[str]) -> set[str]:
                 _WORD_PROBE.append(probe)
             probe = _WORD_PROBE[0]
             order = sorted(unknown)
-            probe.execute("BEGIN")
+            rows = [(n, f"x{c}x") for n, c in enumerate(order, 1)]
+            probe.executemany("INSERT INTO word (rowid, t) VALUES (?, ?)", rows)
             try:
-                probe.executemany(
-                    "INSERT INTO word (rowid, t) VALUES (?, ?)", [(n, f"x{c}x") for n, c in enumerate(order, 1)]
-                )
                 tokens = dict(probe.execute("SELECT doc, count(*) FROM word_at GROUP BY doc"))
             finally:
-                probe.execute("ROLLBACK")
+                probe.execute("DELETE FROM word")
             for n, c in enumerate(order, 1):
                 _IN_WORD[c] = tokens.get(n) == 1
     return {c for c in chars if _IN_WORD.get(c)}
