@@ -278,7 +278,7 @@ def test_mem0_round_trip(store: Path, tmp_path: Path, capsys) -> None:
         "updated 2024-07-02T10:00:00-07:00)"
     )
     assert "Categories: food." in veg["body"] and 'Metadata: type="preference"' in veg["body"]
-    assert files["Is allergic to peanuts"]["body"] == ""
+    assert files["Is allergic to peanuts"]["body"] == "Is allergic to peanuts"  # a memory always has a body
     # a plain list is the same export
     (tmp_path / "list.json").write_text(json.dumps(json.loads(path.read_text())["results"][:2]), encoding="utf-8")
     assert imported(store, capsys, "mem0", tmp_path / "list.json")["already_present"] == 2

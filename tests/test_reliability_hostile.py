@@ -513,6 +513,7 @@ async def test_every_argument_at_and_past_its_limit(mem_tools: Tools) -> None:
     await refused("reason", "memory_forget", id=mem_id, mode="deprecate")
 
     # the store argument is a name, never a path
+    await t.remember("Longest store name", "Sixty-four letters are a name.", store="s" * 64)
     await t.recall("x", store="s" * 64)
     for bad in ("s" * 65, "../evil", "a/b", ".hidden", "", "name with space"):
         if bad == "":

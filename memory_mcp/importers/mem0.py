@@ -87,7 +87,7 @@ def _draft(file: str, n: int, item: dict[str, Any], text: str, metadata: dict[st
     for key in ("run_id", "actor_id", "role", "immutable", "expiration_date", "structured_attributes"):
         if item.get(key) not in (None, "", [], {}):
             extra.append(f"{key}: {json.dumps(item[key], ensure_ascii=False)}")
-    body = "\n\n".join([text, *extra]) if extra or title != text else ""
+    body = "\n\n".join([text, *extra])  # the text even when it is the whole title: a memory has a body
     stamps = [f"{k.split('_')[0]} {item[k]}" for k in ("created_at", "updated_at") if item.get(k)]
     ident = [f"id {item['id']}"] if item.get("id") else []
     source = f"{FORMAT} import: {file} item {n}" + (f" ({', '.join(ident + stamps)})" if ident or stamps else "")

@@ -7,7 +7,10 @@ clause over alias `m` with its parameters, and every user term arrives as a boun
 from __future__ import annotations
 
 import sqlite3
-from collections.abc import Sequence
+import threading
+from collections.abc import Iterable, Sequence
+
+from ..domain.text import FTS_WORD_TOKENIZER
 
 
 def fts_scores(
@@ -54,3 +57,37 @@ def like_rowids(
 def any_in_state(conn: sqlite3.Connection, state: str) -> bool:
     """Whether any memory is in this state (the `memories_state_type` index answers it)."""
     return conn.execute("SELECT 1 FROM memories WHERE state = ? LIMIT 1", (state,)).fetchone() is not None
+
+
+# ---------------------------------------------------------------- which characters the word leg keeps in a word
+
+WORD_TOKENIZER = FTS_WORD_TOKENIZER  # the word tables' tokenizer, declared once in domain/text.py
+_IN_WORD: dict[str, bool] = {}  # character → whether the word tokenizer keeps it inside a word
+_WORD_PROBE: list[sqlite3.Connection] = []
+_WORD_PROBE_LOCK = threading.Lock()  # sessions of two scopes may serve calls on two threads
+
+
+def word_tokenizer_joins(chars: Iterable[str]) -> set[str]:
+    """Those of `chars` the word tables' tokenizer keeps inside a word (`x?x` is one token), asked of SQLite
+    itself once per character: its Unicode tables are not Python's (an unassigned code point, a combining
+    mark), and a query must split its words where the index did."""
+    chars = set(chars)
+    unknown = {c for c in chars if c not in _IN_WORD and c != "\x00"}
+    if unknown:
+        with _WORD_PROBE_LOCK:
+            if not _WORD_PROBE:
+                probe = sqlite3.connect(":memory:", isolation_level=None, check_same_thread=False)
+                probe.execute(f"CREATE VIRTUAL TABLE word USING fts5 (t, tokenize = '{WORD_TOKENIZER}')")
+                probe.execute("CREATE VIRTUAL TABLE word_at USING fts5vocab (word, 'instance')")
+                _WORD_PROBE.append(probe)
+            probe = _WORD_PROBE[0]
+            order = sorted(unknown)
+            rows = [(n, f"x{c}x") for n, c in enumerate(order, 1)]
+            probe.executemany("INSERT INTO word (rowid, t) VALUES (?, ?)", rows)
+            try:
+                tokens = dict(probe.execute("SELECT doc, count(*) FROM word_at GROUP BY doc"))
+            finally:
+                probe.execute("DELETE FROM word")
+            for n, c in enumerate(order, 1):
+                _IN_WORD[c] = tokens.get(n) == 1
+    return {c for c in chars if _IN_WORD.get(c)}

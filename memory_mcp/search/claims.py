@@ -80,13 +80,17 @@ _NUMBER_WORD_RE = re.compile(r"\b(" + "|".join(map(re.escape, _NUMBER_WORD)) + r
 # a number and the word right after it: "24 hours", "3 replicas", "40gb", "5회로", "200 por"
 _QUANTITY = re.compile(r"(?<![\w.])(\d+(?:[.,]\d+)*)\s*(%|[^\W\d_]+)?")
 _TIME = re.compile(r"\b(\d{1,2})(?::(\d{2}))?\s*(am|pm|a\.m\.|p\.m\.)|\b(\d{1,2}):(\d{2})\b")
-_TIME_KO = re.compile(r"(오전|오후)?\s*(\d{1,2})시(?!간)(?:\s*(\d{1,2})분)?")
+# the spaces belong to 오전/오후 (`(오전|오후)?\s*` tried a long run of spaces from each of its positions: quadratic)
+_TIME_KO = re.compile(r"(?:(오전|오후)\s*)?(\d{1,2})시(?!간)(?:\s*(\d{1,2})분)?")
 _TIME_ES = re.compile(r"\ba las (\d{1,2})(?::(\d{2}))?")
-_CODE = re.compile(r"[a-z0-9]+(?:[-._/][a-z0-9]+)+|[a-z]+\d[a-z0-9]*|\d+[a-z]+\d[a-z0-9]*")
+# each pattern that starts with a run of letters or digits starts only where such a run does (the lookbehind):
+# tried at every position of a long run, it backtracked over the rest of it each time, so a body of 200,000
+# digits took an hour (quadratic; found by the fuzzer); the matches are the same
+_CODE = re.compile(r"(?<![a-z0-9])(?:[a-z0-9]+(?:[-._/][a-z0-9]+)+|[a-z]+\d[a-z0-9]*|\d+[a-z]+\d[a-z0-9]*)")
 _CHANNEL = re.compile(r"#[\w-]+")
 # host names, URLs and paths: "staging.atlas.dev", "https://x.y/z", "/var/log/deploy"
 _ADDRESS = re.compile(
-    r"(?:[a-z][a-z0-9+.-]*://)?[a-z0-9-]+(?:\.[a-z0-9-]+)+(?:/[\w./-]*)?|(?<![\w/])/[\w.-]+(?:/[\w.-]+)+"
+    r"(?<![a-z0-9-])(?:[a-z][a-z0-9+.-]{0,30}://)?[a-z0-9-]+(?:\.[a-z0-9-]+)+(?:/[\w./-]*)?|(?<![\w/])/[\w.-]+(?:/[\w.-]+)+"
 )
 _TLDS = frozenset("com org net io dev app co ai cloud internal local".split())
 _ORDINAL = re.compile(r"\b(\d{1,2})(?:st|nd|rd|th|º|ª)\b")
@@ -329,7 +333,7 @@ def _values(text: str, entities: tuple[str, ...]) -> tuple[dict[str, set[str]], 
     rest = _NUMBER_WORD_RE.sub(lambda m: str(_NUMBER_WORD[m.group(1)]), rest)
     for m in _QUANTITY.finditer(rest):
         raw, unit = m.group(1), (m.group(2) or "")
-        before = rest[: m.start()].split()
+        before = rest[max(0, m.start() - 200) : m.start()].split()  # the word before (not all of them: quadratic)
         prev = re.sub(r"\W", "", before[-1]) if before else ""
         n = _number(raw)
         if n is None:
@@ -353,9 +357,14 @@ def _values(text: str, entities: tuple[str, ...]) -> tuple[dict[str, set[str]], 
     return keyed, name_set, spent | name_set, rest
 
 
+# what the gate reads of a memory: its title and the start of its body (a statement is said early; reading a
+# 200,000-character body whole took the gate minutes, during which the store stayed locked)
+CLAIM_CHARS = 20_000
+
+
 @lru_cache(maxsize=16384)
 def claim_of(s: Statement) -> Claim:
-    text = s.text
+    text = s.text[:CLAIM_CHARS]
     keyed, names, spent, rest = _values(text, s.entities)
     ents = _entity_words(s.entities)
     words: list[str] = []

@@ -13,6 +13,7 @@ string, so quotes, AND, `*` and parentheses are just text. Legs:
 
 from __future__ import annotations
 
+import re
 import sqlite3
 from dataclasses import dataclass, field
 
@@ -21,7 +22,7 @@ from ..domain.ranking import DEFAULT, RankingConstants
 from ..domain.text import Term, fold, stem, verb_root
 from ..domain.text import words as split_words
 from ..index.bm25 import exact_bm25
-from ..index.fts_queries import any_in_state, fts_scores, like_rowids
+from ..index.fts_queries import any_in_state, fts_scores, like_rowids, word_tokenizer_joins
 
 CANDIDATES_PER_LEG = DEFAULT.candidates_per_leg  # the default; plans use RankingConstants.candidates_per_leg
 MAX_QUERY_CHARS = 2000
@@ -33,9 +34,21 @@ _SHORT_STOPWORDS = {
 }  # fmt: skip
 
 
+def words_of(query: str) -> list[str]:
+    """The query's words, split where the word index splits them: Python's `\\w` plus the characters the
+    index's tokenizer keeps inside a word and Python does not (a combining mark, an unassigned code point:
+    `\\ud7fc0` is one word there, and searching for its `0` alone never met it)."""
+    if query.isascii():
+        return split_words(query)
+    joins = word_tokenizer_joins(c for c in set(query) if not c.isascii() and not split_words(c))
+    if not joins:
+        return split_words(query)
+    return re.findall("[\\w" + re.escape("".join(sorted(joins))) + "]+", query)
+
+
 def terms_of(query: str, dictionary: EntityDictionary | None = None) -> list[Term]:
     seen: dict[str, Term] = {}
-    for w in map(fold, split_words(query[:MAX_QUERY_CHARS])):
+    for w in map(fold, words_of(query[:MAX_QUERY_CHARS])):
         w = w.replace("_", "")
         if w and w not in seen:
             seen[w] = Term(text=w, stem=stem(w), root=verb_root(w))

@@ -12,7 +12,7 @@ from contextlib import ExitStack, contextmanager
 from dataclasses import dataclass
 from pathlib import Path
 
-from ..domain.errors import InputError, NotFoundError
+from ..domain.errors import InputError, NotFoundError, StoreMissingError
 from ..domain.models import IndexReport, ReconcileReport
 from ..domain.vocabulary import SCOPES
 from ..index import db as ix
@@ -86,8 +86,15 @@ class Scopes:
             return [self.target(scope, store)]
         return [self.target(name) for name in self.names]
 
-    def session(self, scope: str | None = None, store: str | None = None) -> StoreSession:
+    def session(self, scope: str | None = None, store: str | None = None, *, create: bool = False) -> StoreSession:
+        """The session of one scope; a named sibling store (`store`) that is not there is refused unless
+        `create` (a remember): a call that reads or fails must not lay out a store for a mistyped name."""
         scope, target = self.target(scope, store)
+        if store and not create and not target.exists():
+            raise StoreMissingError(
+                f"store: no store named '{store}' ({target.root} has no memories/ folder); "
+                f"memory_remember with store='{store}' creates it"
+            )
         key = (scope, str(target.root))
         with self._lock:
             if key not in self._sessions:

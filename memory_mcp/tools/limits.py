@@ -70,6 +70,8 @@ class Limits:
         body = check_text(body, "body")
         if len(body) > self.max_body:
             raise InputError(f"body: {len(body)} characters, at most {self.max_body}")
+        if not body.strip():  # the body is what recall excerpts and the gate compares: a memory needs one
+            raise InputError("body: must not be empty (the memory's text: at least one word)")
         if body.lstrip().startswith("---"):
             body = "\u200b" + body.lstrip()  # never let a body start a second frontmatter block
         return body.strip()

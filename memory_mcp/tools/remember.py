@@ -46,7 +46,9 @@ def remember(
     supersedes = list(dict.fromkeys(supersedes or []))
     if not private:  # a private memory (`sync: local`) never leaves this machine: it may hold anything
         refuse_secrets({"title": title, "body": body, "source": source})
-    s = svc.scopes.session(scope, store)
+    if supersedes and svc.missing_stores(scope, store, home=True):  # before the new store is laid out
+        raise NotFoundError(f"supersedes: no memory with id '{supersedes[0]}' (the store has no memories yet)")
+    s = svc.scopes.session(scope, store, create=True)
     with s.transaction() as report:
         conn = s.conn
         existing = ix.find_by_norm_hash(conn, canon.norm_hash(title, body))
