@@ -52,6 +52,16 @@ class FieldSpec:
     edit: bool = False  # an argument of memory_remember and memory_update op=edit, of the CLI and the edit form
     description: str = ""  # the tool argument's description: short, the tool surface has a byte budget
 
+    @property
+    def flag(self) -> str:
+        """The CLI option: `--review-after`."""
+        return "--" + self.name.replace("_", "-")
+
+    @property
+    def help(self) -> str:
+        """The CLI help: the description without its format prefix (`when to re-check it`)."""
+        return self.description.split(": ", 1)[-1].rstrip(".")
+
 
 FIELDS: tuple[FieldSpec, ...] = (
     FieldSpec(
@@ -84,8 +94,8 @@ FIELDS: tuple[FieldSpec, ...] = (
     FieldSpec("review_after", Kind.DATE, column=True, edit=True, description="YYYY-MM-DD: when to re-check it."),
     # validity (issue 27): set by the agent or person, never parsed from the text; a two-sided change takes the
     # later edit, like any plain value (extending and shortening are both deliberate)
-    FieldSpec("valid_from", Kind.DATE, column=True, edit=True, description="YYYY-MM-DD: true from this day."),
-    FieldSpec("valid_until", Kind.DATE, column=True, edit=True, description="YYYY-MM-DD: expires after this day."),
+    FieldSpec("valid_from", Kind.DATE, column=True, edit=True, description="YYYY-MM-DD"),
+    FieldSpec("valid_until", Kind.DATE, column=True, edit=True, description="YYYY-MM-DD"),
     FieldSpec("supersedes", Kind.LINKS, _LINK_RULE),
     FieldSpec("superseded_by", Kind.LINKS, _LINK_RULE),
     # when a supersede archived the memory (older files: the successor's `created` stands in)

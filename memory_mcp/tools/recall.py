@@ -18,7 +18,7 @@ from ..search import semantic as sem
 from ..search.planner import DOCUMENTS, MEMORIES, Candidate, Filters, Plan, plan_and_fetch
 from ..store.scopes import Opened, merged_report
 from ..store.session import StoreSession
-from .arguments import enum_arg, word_arg
+from .arguments import check_date, enum_arg, word_arg
 from .context import (
     current_handoff,
 )
@@ -44,6 +44,7 @@ def recall(
     scope: str | None = None,
     mode: str | None = None,
     budget: int | None = None,
+    as_of: str | None = None,
 ) -> RecallAnswer:
     """Search every scope (or the one named) and the indexed documents; rank all in one list.
 
@@ -54,6 +55,9 @@ def recall(
     budget: bytes instead of (or beside) a count. Results are taken best first while their cited bytes
     (title, `path:line` and excerpt, `RecallResult.cited_bytes`) fit; the best result is always given,
     its excerpt clipped to fit. Without `limit`, a budget ranks up to `recall.max_limit` results.
+
+    as_of: a day; only what the store held as current then (a filter, `reads.CURRENT_ON`), no documents.
+    Without it, memories past their `valid_until` are left out.
     """
     mode = mode or "auto"
     if query is None:
@@ -74,6 +78,8 @@ def recall(
     mem_type = enum_arg(MemoryType, type, "type")
     mem_state = enum_arg(State, state, "state")
     mem_trust = enum_arg(Trust, trust, "trust")
+    as_of = check_date(as_of, "as_of")
+    today = svc.clock().astimezone().date().isoformat()  # validity days are local calendar days, like reviews
     lines: DeferredLines = {}
     with svc.scopes.open(scope, store) as opened:
         index = merged_report(opened)
@@ -94,10 +100,12 @@ def recall(
                 entity=s.dictionary.canonical(entity) if entity else None,
                 include_deprecated=include_deprecated,
                 trusts=[mem_trust.value] if mem_trust else [],
+                as_of=as_of,
+                unexpired_on=today if as_of is None and reads.any_validity_end(s.conn) else None,
             )
             plan = plan_and_fetch(s.conn, query, filters, want=limit, dictionary=s.dictionary, k=svc.ranking)
             pools.append(Pool(o.scope, s, MEMORIES, plan, filters))
-            if s.sources and not (mem_type or mem_state or entity or mem_trust):
+            if s.sources and not (mem_type or mem_state or entity or mem_trust or as_of):
                 plan = plan_and_fetch(s.conn, query, None, limit, s.dictionary, svc.ranking, corpus=DOCUMENTS)
                 pools.append(Pool(o.scope, s, DOCUMENTS, plan))
         ran, note, pending, ranked = "bm25", "", 0, None
@@ -145,6 +153,7 @@ def recall(
             budget_bytes=budget,
             used_bytes=sum(r.cited_bytes() for r in results) if budget is not None else None,
             left_out=ranked_count - len(results),
+            as_of=as_of,
         )
 
 
