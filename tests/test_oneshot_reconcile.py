@@ -97,6 +97,9 @@ def test_a_version_4_index_is_upgraded_in_place_and_its_ledger_compared_again(st
     conn = sqlite3.connect(db_path(store))
     with conn:  # what a version-4 index looked like: no scan digest
         conn.execute("DELETE FROM meta WHERE key = 'scan_digest'")
+        conn.execute("DROP INDEX memories_valid_until")  # ... and none of version 6's validity columns
+        for column in ("valid_from", "valid_until", "superseded_at"):
+            conn.execute(f"ALTER TABLE memories DROP COLUMN {column}")
         conn.execute("UPDATE meta SET value = '4' WHERE key = 'schema_version'")
     conn.close()
     answer = _recall(store, "espresso")
@@ -104,10 +107,11 @@ def test_a_version_4_index_is_upgraded_in_place_and_its_ledger_compared_again(st
     assert answer["results"][0]["components"]["heat"] > 0  # recall counts survived
     conn = sqlite3.connect(db_path(store))
     try:
-        assert conn.execute("SELECT value FROM meta WHERE key = 'schema_version'").fetchone()[0] == "5"
+        assert conn.execute("SELECT value FROM meta WHERE key = 'schema_version'").fetchone()[0] == "6"
     finally:
         conn.close()
-    assert _digest(store) is not None  # that call compared the ledger, found nothing to do, and says so
+    _recall(store, "espresso")  # version 6 made every ledger row stale: that call re-read the file once
+    assert _digest(store) is not None  # this call compared the ledger, found nothing to do, and says so
 
 
 def test_a_ledger_row_dropped_behind_the_servers_back_is_restored(store: Path) -> None:

@@ -108,6 +108,25 @@ def test_state_changed_differently_takes_the_later_move_and_is_surfaced(pair) ->
     assert "state: deprecated" in (a.memories / NAME).read_text()
 
 
+def test_validity_days_follow_their_declared_rules(pair) -> None:
+    """valid_until changed differently on both machines: the later edit's day, said; superseded_at: the later time."""
+    a, b = pair
+    replace_in(
+        a.memories / NAME, "updated: 2026-01-01T00:00:00Z", "updated: 2026-03-01T00:00:00Z\nvalid_until: 2026-12-31"
+    )
+    replace_in(a.memories / NAME, "superseded_by: []", "superseded_by: []\nsuperseded_at: 2026-02-01T00:00:00Z")
+    a.sync()
+    replace_in(
+        b.memories / NAME, "updated: 2026-01-01T00:00:00Z", "updated: 2026-02-01T00:00:00Z\nvalid_until: 2027-06-30"
+    )
+    replace_in(b.memories / NAME, "superseded_by: []", "superseded_by: []\nsuperseded_at: 2026-02-05T00:00:00Z")
+    out = b.sync()
+    assert any("'valid_until' changed on both machines" in note for note in out["surfaced"])
+    converge(a, b)
+    text = (a.memories / NAME).read_text()
+    assert "valid_until: 2026-12-31" in text and "superseded_at: 2026-02-05T00:00:00Z" in text
+
+
 def test_body_edits_on_different_lines_merge_cleanly(pair) -> None:
     a, b = pair
     replace_in(a.memories / NAME, "listens on 5433", "listens on 5434")

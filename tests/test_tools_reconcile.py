@@ -301,6 +301,9 @@ async def test_an_index_from_the_previous_version_is_upgraded_in_place_keeping_r
     with conn:
         conn.execute("DROP TABLE memory_flags")
         conn.execute("DROP INDEX files_with_errors")
+        conn.execute("DROP INDEX memories_valid_until")  # ... nor version 6's validity columns
+        for column in ("valid_from", "valid_until", "superseded_at"):
+            conn.execute(f"ALTER TABLE memories DROP COLUMN {column}")
         conn.execute("UPDATE meta SET value = '3' WHERE key = 'schema_version'")
     conn.close()
     async with stdio_tools(store) as t:
@@ -312,5 +315,5 @@ async def test_an_index_from_the_previous_version_is_upgraded_in_place_keeping_r
         assert await t.recall_ids("espresso", state="archived") == [other["id"]]
         assert await t.recall_ids("espresso", state="active") == [kept["id"]]
     conn = sqlite3.connect(db_path(store))
-    assert conn.execute("SELECT value FROM meta WHERE key = 'schema_version'").fetchone()[0] == "5"
+    assert conn.execute("SELECT value FROM meta WHERE key = 'schema_version'").fetchone()[0] == "6"
     conn.close()

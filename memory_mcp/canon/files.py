@@ -27,6 +27,7 @@ from ruamel.yaml.nodes import MappingNode, Node, SequenceNode
 from ruamel.yaml.representer import RoundTripRepresenter
 from ruamel.yaml.scalarstring import DoubleQuotedScalarString, SingleQuotedScalarString
 
+from ..domain.fields import DATE_FIELDS, FIELD_ORDER, TIME_KEYS
 from ..domain.memory import ConflictRecord, Memory
 from ..domain.text import nfkc_casefold, squeeze
 from ..domain.vocabulary import MemoryType, State, Trust
@@ -38,20 +39,8 @@ ID_PATTERN = re.compile(r"^[0-9A-Za-z][0-9A-Za-z_-]{0,63}$")
 _CORE_TAGS = {
     "tag:yaml.org,2002:" + name for name in ("str", "int", "float", "bool", "null", "timestamp", "seq", "map")
 }
-# The order a new file's frontmatter is written in; hand-written files keep their own order.
-FIELD_ORDER = (
-    "id",
-    "type",
-    "state",
-    "trust",
-    "entities",
-    "source",
-    "created",
-    "updated",
-    "review_after",
-    "supersedes",
-    "superseded_by",
-)
+# The order a new file's frontmatter is written in (hand-written files keep their own order) and the keys whose
+# values are times or dates come from the field table.
 # `sync: local` in a memory's frontmatter: the memory stays on this machine (sync never stages it)
 SYNC_FIELD, SYNC_LOCAL = "sync", "local"
 
@@ -351,7 +340,8 @@ def parse(data: bytes, fallback_title: str, fallback_time: str) -> Memory:
         source=_as_text(meta.get("source")),
         created=created,
         updated=_as_text(meta.get("updated")) or created,
-        review_after=_as_text(meta.get("review_after")) or None,
+        superseded_at=_as_text(meta.get("superseded_at")) or None,
+        **{key: _as_text(meta.get(key)) or None for key in DATE_FIELDS},
         supersedes=link_ids(meta.get("supersedes"), "supersedes"),
         superseded_by=link_ids(meta.get("superseded_by"), "superseded_by"),
         related=link_ids(meta.get("related"), "related"),
@@ -439,8 +429,7 @@ def _assemble(meta: CommentedMap, content: str) -> str:
 
 # ---------------------------------------------------------------- times in one style
 
-# Keys whose values are times or dates, at the top level and inside each `conflicts:` entry.
-TIME_KEYS = ("created", "updated", "review_after")
+# Keys whose values are times or dates inside each `conflicts:` entry (top level: TIME_KEYS).
 CONFLICT_TIME_KEYS = ("detected", "resolved")
 _TIME_TEXT = re.compile(r"^\d{4}-\d{2}-\d{2}(T\d{2}:\d{2}:\d{2}(\.\d+)?Z)?$")
 

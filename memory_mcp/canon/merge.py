@@ -1,7 +1,7 @@
 """Three-way merge of one memory file (base, ours, theirs), as git's merge driver runs it.
 
-The frontmatter merges field by field, each field by the one rule declared for it in `FIELD_MERGE_RULES`
-(every field not named there follows `DEFAULT_RULE`); the content (title and body) merges through a line
+The frontmatter merges field by field, each field by the one rule declared with it in domain/fields.py
+(`FIELD_MERGE_RULES`; a field not named there follows `DEFAULT_RULE`); the content (title and body) merges through a line
 merge the caller gives (git's own `git merge-file`, never a diff3 of ours). Nothing here ever writes a
 conflict marker: a content clash keeps the side edited later and turns the other side's version into a new
 memory holding an open conflict pair ("edited on two machines"), so the clash reaches memory_status, the
@@ -17,11 +17,11 @@ import hashlib
 import json
 from collections.abc import Callable
 from dataclasses import dataclass, field
-from enum import StrEnum
 from typing import Any
 
 from ruamel.yaml.comments import CommentedMap, CommentedSeq
 
+from ..domain.fields import DEFAULT_RULE, FIELD_MERGE_RULES, FieldMergeRule, MergeHow
 from . import dictionary as dictionary_file
 from . import files as canon
 
@@ -31,42 +31,8 @@ CLASH_REASON = "edited on two machines"
 _MISSING = object()
 
 
-class MergeHow(StrEnum):
-    IDENTITY = "identity"  # different on the two sides: two memories, both files kept
-    LATER_TIME = "later time"  # the later of the two values
-    LIFECYCLE = "lifecycle"  # changed differently on both sides: the move further along the lifecycle
-    SET = "set"  # three-way as a set: an entry added on one side is added, removed on one side stays removed
-    CONFLICT_PAIRS = "conflict pairs"  # entries keyed by `with`, three-way as a set; a resolved entry beats open
-    ONE_SIDE = "one side"  # changed on one side only: that change; on both differently: the later-edited side
-
-
-@dataclass(frozen=True)
-class FieldMergeRule:
-    how: MergeHow
-    why: str
-    links: bool = False  # entries are memory ids, maybe written as Obsidian links: compared by id
-
-
-# One rule per frontmatter field (issue #27 will fold this into the single field table).
-FIELD_MERGE_RULES: dict[str, FieldMergeRule] = {
-    "id": FieldMergeRule(MergeHow.IDENTITY, "the id is the memory: two ids are two memories, both kept"),
-    "updated": FieldMergeRule(MergeHow.LATER_TIME, "the merged memory was last changed at the later edit"),
-    "state": FieldMergeRule(
-        MergeHow.LIFECYCLE,
-        "archiving or retracting is deliberate and must not be undone by a concurrent edit; "
-        "the further state wins (active < archived < deprecated) and the merge says so",
-    ),
-    "entities": FieldMergeRule(MergeHow.SET, "tags: both sides' additions count, a removal is a decision"),
-    "supersedes": FieldMergeRule(MergeHow.SET, "links are facts about pairs: kept unless removed", links=True),
-    "superseded_by": FieldMergeRule(MergeHow.SET, "links are facts about pairs: kept unless removed", links=True),
-    "related": FieldMergeRule(MergeHow.SET, "links are facts about pairs: kept unless removed", links=True),
-    "conflicts": FieldMergeRule(
-        MergeHow.CONFLICT_PAIRS, "a pair recorded anywhere stays recorded; a resolution made anywhere stands"
-    ),
-}
-DEFAULT_RULE = FieldMergeRule(
-    MergeHow.ONE_SIDE, "a one-sided change is the only news; a two-sided clash takes the later-edited side"
-)
+# One rule per frontmatter field, declared with the field (domain/fields.py); every field not named follows
+# DEFAULT_RULE.
 STATE_ORDER = ("active", "archived", "deprecated")
 
 

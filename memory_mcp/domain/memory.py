@@ -38,6 +38,9 @@ class Memory:
     supersedes: list[str]
     superseded_by: list[str]
     related: list[str] = field(default_factory=list)
+    valid_from: str | None = None  # the optional days of domain/fields.py (DATE_FIELDS)
+    valid_until: str | None = None
+    superseded_at: str | None = None  # when a supersede archived it (older files: None)
     conflicts: list[ConflictRecord] = field(default_factory=list)
     title_line: int = 1
     body_line: int = 1

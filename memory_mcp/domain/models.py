@@ -252,6 +252,7 @@ class RecallAnswer(BaseModel):
     )
     used_bytes: int | None = Field(default=None, description="With a budget: the cited bytes of the results.")
     left_out: int = Field(default=0, description="With a budget: ranked results that did not fit.")
+    as_of: str | None = Field(default=None, description="An as-of view: what the store held as current that day.")
 
 
 class ConflictCandidate(BaseModel):
@@ -309,6 +310,10 @@ class ChainLink(BaseModel):
     title: str
     state: str
     path: str | None
+    created: str | None = None
+    superseded_at: str | None = Field(
+        default=None, description="When a supersede ended it (recorded, else its successor's created)."
+    )
 
 
 class ConflictHistoryEntry(BaseModel):
@@ -334,6 +339,9 @@ class ReadAnswer(BaseModel):
     to_line: int
     total_lines: int
     frontmatter: dict[str, Any]
+    superseded_at: str | None = Field(
+        default=None, description="When a supersede ended it (recorded, else its successor's created)."
+    )
     supersedes_chain: list[ChainLink] = Field(default_factory=list)
     superseded_by_chain: list[ChainLink] = Field(default_factory=list)
     conflicts: list[ConflictHistoryEntry] = Field(default_factory=list)
@@ -354,6 +362,8 @@ class EditableMemory(BaseModel):
     entities: list[str]
     source: str
     review_after: str | None
+    valid_from: str | None = None
+    valid_until: str | None = None
 
 
 class MemoryItem(BaseModel):
@@ -425,6 +435,15 @@ class ReviewDue(BaseModel):
     review_after: str
 
 
+class ExpiredMemory(BaseModel):
+    """An active memory past its `valid_until`: not served by default; review, archive or extend it."""
+
+    id: str
+    title: str
+    path: str
+    valid_until: str
+
+
 class IndexFreshness(BaseModel):
     path: str
     size_bytes: int
@@ -460,6 +479,9 @@ class StatusAnswer(BaseModel):
     unresolved_conflicts: list[ConflictSummary] = Field(description="The oldest open conflicts, at most 200.")
     unresolved_conflicts_total: int = 0
     review_due: list[ReviewDue]
+    expired: list[ExpiredMemory] = Field(
+        default_factory=list, description="Past valid_until, not recalled: review, archive or extend (edit)."
+    )
     compaction_candidates: list[CompactionCandidate]
     unparseable: list[Unparseable]
     index: IndexFreshness

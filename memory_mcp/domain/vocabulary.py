@@ -9,6 +9,8 @@ from __future__ import annotations
 
 from enum import StrEnum
 
+from .fields import EDIT_FIELDS
+
 
 class MemoryType(StrEnum):
     FACT = "fact"
@@ -39,7 +41,7 @@ SCOPES = ("local", "global")  # the project's store, the account's store
 RECALL_MODES = ("auto", "bm25", "hybrid")
 # each op of memory_update and the fields it takes: any other field given is refused, naming the op
 UPDATE_OP_FIELDS = {
-    "edit": ("title", "body", "type", "trust", "entities", "source", "review_after", "expected_sha256"),
+    "edit": ("title", "body", *EDIT_FIELDS, "expected_sha256"),
     "supersede": ("by",),
     "set_state": ("state", "reason"),
     "link": ("other_id",),

@@ -17,7 +17,7 @@ NEIGHBOUR_EXCERPT_CHARS = 160
 
 def recall_text(answer: RecallAnswer) -> str:
     scopes = {r.scope for r in answer.results}
-    lines = []
+    lines = [f"as of {answer.as_of}: what the store held as current that day"] if answer.as_of else []
     for n, r in enumerate(answer.results, 1):
         tags = [r.type if r.kind == "memory" else f"document {r.label}"]
         if r.state != "active":

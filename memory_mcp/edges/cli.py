@@ -18,7 +18,9 @@ from pydantic import BaseModel
 
 from ..config import ConfigError, Settings, describe, load_settings
 from ..domain.errors import InputError, MemoryMcpError
+from ..domain.fields import BY_NAME, DATE_FIELDS
 from ..domain.models import (
+    ChainLink,
     ForgetAnswer,
     Progress,
     ReadAnswer,
@@ -194,6 +196,7 @@ def build_parser() -> argparse.ArgumentParser:
     r.add_argument("--entity", metavar="E", help="only memories about this entity")
     r.add_argument("--include-deprecated", action="store_true", help="rank deprecated memories too")
     r.add_argument("--mode", choices=RECALL_MODES, default="auto", help="ranking (default: auto)")
+    r.add_argument("--as-of", metavar="YYYY-MM-DD", help="what the store held as current on that day")
     _scope_option(r, both)
     _json_option(r)
 
@@ -206,7 +209,8 @@ def build_parser() -> argparse.ArgumentParser:
         "--entity", action="append", dest="entities", default=[], metavar="E", help="what it is about (repeatable)"
     )
     m.add_argument("--source", metavar="S", help="where it came from (a conversation, a URL, a file)")
-    m.add_argument("--review-after", metavar="YYYY-MM-DD", help="when to re-check it")
+    for name in DATE_FIELDS:
+        m.add_argument(BY_NAME[name].flag, metavar="YYYY-MM-DD", help=BY_NAME[name].help)
     m.add_argument("--supersedes", action="append", default=[], metavar="ID", help="an id it replaces (repeatable)")
     m.add_argument(
         "--private",
@@ -296,7 +300,8 @@ def _change_commands(command) -> None:
         "--entity", action="append", dest="entities", metavar="E", help="edit: the entities, all of them (repeatable)"
     )
     u.add_argument("--source", help="edit: where it came from")
-    u.add_argument("--review-after", metavar="YYYY-MM-DD", help="edit: when to re-check it")
+    for name in DATE_FIELDS:
+        u.add_argument(BY_NAME[name].flag, metavar="YYYY-MM-DD", help=f"edit: {BY_NAME[name].help} ('' clears it)")
     u.add_argument("--expected-sha256", metavar="HEX", help="edit: refuse if the file changed since it was read")
     u.add_argument("--by", metavar="ID", help="supersede: the id of the memory replacing this one")
     u.add_argument("--state", choices=STATES, help="set-state: the target state")
@@ -328,6 +333,7 @@ def _run_change(service: MemoryService, args: argparse.Namespace, scope: str | N
         _tool_word(args.op), args.id, args.title, body, args.type, args.trust, args.entities, args.source,
         args.review_after, args.state, args.reason, args.by, args.other_id, args.pair_hash,
         _tool_word(args.resolution), args.winner, args.note, args.expected_sha256, scope=scope,
+        valid_from=args.valid_from, valid_until=args.valid_until,
     )  # fmt: skip
     _emit(answer, args.json, _update_text)
     return EXIT_OK
@@ -534,6 +540,8 @@ def _run(service: MemoryService, args: argparse.Namespace) -> int:
             args.supersedes,
             scope=args.scope,
             private=args.private,
+            valid_from=args.valid_from,
+            valid_until=args.valid_until,
         )
         for made in new_stores:
             print(f"memory-mcp: created a new store at {made.root}", file=sys.stderr)
@@ -568,6 +576,7 @@ def _run(service: MemoryService, args: argparse.Namespace) -> int:
             scope=scope,
             mode=args.mode,
             budget=args.budget,
+            as_of=args.as_of,
         )
         _emit(answer, args.json, _recall_text)
     elif args.command == "read":
@@ -690,7 +699,7 @@ def _emit(answer: BaseModel, as_json: bool, render) -> None:
 
 
 def _recall_text(a: RecallAnswer) -> str:
-    lines = []
+    lines = [f"-- as of {a.as_of}: what the store held as current that day"] if a.as_of else []
     for n, r in enumerate(a.results, 1):
         tag = "" if r.state == "active" else f" [{r.state}]"
         if (mark := current_mark(a, r)) is not None:
@@ -742,11 +751,20 @@ def _remember_text(a: RememberAnswer) -> str:
 
 def _read_text(a: ReadAnswer) -> str:
     lines = [f"# {a.path} (lines {a.from_line}-{a.to_line} of {a.total_lines})", a.text]
+    if a.superseded_at:
+        lines.append(f"superseded at {a.superseded_at}")
     if a.supersedes_chain:
-        lines.append("supersedes: " + " <- ".join(f"{c.id} [{c.state}]" for c in a.supersedes_chain))
+        lines.append("supersedes: " + " <- ".join(_chain_link(c) for c in a.supersedes_chain))
     if a.superseded_by_chain:
-        lines.append("superseded by: " + " -> ".join(f"{c.id} [{c.state}]" for c in a.superseded_by_chain))
+        lines.append("superseded by: " + " -> ".join(_chain_link(c) for c in a.superseded_by_chain))
     return "\n".join(lines)
+
+
+def _chain_link(c: ChainLink) -> str:
+    """`ID [state, created 2026-03-02, superseded 2026-06-10]`: the link's dates as days."""
+    dates = [f"created {c.created[:10]}"] if c.created else []
+    dates += [f"superseded {c.superseded_at[:10]}"] if c.superseded_at else []
+    return f"{c.id} [{', '.join([c.state, *dates])}]"
 
 
 def _count(n: int, one: str, many: str) -> str:
@@ -776,12 +794,14 @@ def _status_text(a: StatusAnswer) -> str:
         f"  handoff: {a.handoff.title} ({a.handoff.path})" if a.handoff else "  handoff: none",
         f"  unresolved conflicts: {a.unresolved_conflicts_total or 'none'}",
         f"  reviews due: {len(a.review_due) or 'none'}",
+        f"  expired (past valid_until, not recalled): {len(a.expired) or 'none'}",
         f"  compaction candidates: {len(a.compaction_candidates) or 'none'}",
         f"  unparseable files: {len(a.unparseable) or 'none'}",
     ]
     lines += [f"    ! {u.path}: {u.reason}" for u in a.unparseable]
     lines += [f"  duplicate: {d.duplicate_id} says what {d.kept_id} says ({d.title})" for d in a.duplicates]
     lines += [f"  review due {r.review_after}: {r.title} ({r.path})" for r in a.review_due[:10]]
+    lines += [f"  expired {r.valid_until}: {r.title} ({r.path})" for r in a.expired[:10]]
     for src in a.sources:
         lines.append(
             f"  documents '{src.label}': {_count(src.files, 'file', 'files')} in {src.path}, {_size(src.bytes)}"

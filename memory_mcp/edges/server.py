@@ -24,6 +24,7 @@ from pydantic.json_schema import GenerateJsonSchema, JsonSchemaValue
 from pydantic_core import core_schema
 
 from ..domain.errors import InputError, MemoryMcpError
+from ..domain.fields import BY_NAME, EDIT_FIELDS
 from ..domain.models import (
     ForgetAnswer,
     Progress,
@@ -159,18 +160,17 @@ likes things), decision (a choice made, with its why), episode (something that h
 active, a new one replaces it). trust: user-stated only for what the user said or confirmed; agent-inferred \
 (default) for your own conclusions; imported for copied material. entities: the people, projects and systems it \
 is about, in canonical names: they filter recall and group related memories. The same text twice returns the \
-original (created=false). `conflicts` lists memories this may contradict: nothing is overwritten; ask the user or \
+original. `conflicts` lists memories this may contradict: nothing is overwritten; ask the user or \
 decide with memory_update op=resolve_conflict (or supersede)."""
 
-RECALL = """Search memories (both scopes) and indexed documents in one ranked list. Each result cites path:line \
-(open with memory_read) and has an id for memory_update. The text answer is compact; the structured answer has \
-score components, entities and the index report. Without a query, type=handoff returns the current handoff."""
+RECALL = """Search memories and indexed documents in one ranked list. Each result cites path:line \
+(open with memory_read) and has an id for memory_update. Without a query, type=handoff returns the current handoff."""
 
-READ = """Read one memory by id or path (or an indexed document's path as recall cites it), at most 200 lines: \
+READ = """Read one memory by id or path (or a document path as recall cites it), at most 200 lines: \
 text, frontmatter, sha256 (pass it as expected_sha256 to edit safely), supersede chain both ways, conflict history."""
 
-UPDATE = """Change a memory. Each op takes its own fields:
-- edit: any of title, body, type, trust, entities, source, review_after (unchanged if left out); expected_sha256 \
+UPDATE = f"""Change a memory. Each op takes its own fields:
+- edit: any of title, body, {", ".join(EDIT_FIELDS)} (others unchanged); expected_sha256 \
 refuses a stale write.
 - supersede: by (the id replacing this one; this one is archived).
 - set_state: state; reason when deprecating, and when reactivating a deprecated memory (deprecated → archived is \
@@ -179,14 +179,18 @@ refused).
 - resolve_conflict: pair_hash, resolution (keep_both | supersede), winner (with supersede), note (no id needed)."""
 
 FORGET = """archive (kept, ranked lower), deprecate (kept, hidden from recall; reason required) or purge (deletes \
-the file; only an archived or deprecated memory, and confirm=true required). Nothing is ever deleted automatically."""
+the file; only an archived or deprecated memory, and confirm=true required)."""
 
 STATUS = """Counts, the current handoff, unresolved conflicts, reviews due, compaction candidates, unparseable \
 files, index health."""
 
 REINDEX = """Rebuild the derived index from the Markdown files (the canon never changes); verify=true first \
-re-hashes every file and reports index/canon mismatches. Sends progress notifications when the request carries \
-a progress token."""
+re-hashes every file and reports index/canon mismatches."""
+
+
+def _described(name: str) -> Any:
+    """A frontmatter field's argument description, as the field table declares it."""
+    return Field(description=BY_NAME[name].description)
 
 
 def build_server(
@@ -205,8 +209,10 @@ def build_server(
         type: TypeName = "fact",
         trust: TrustName = "agent-inferred",
         entities: list[str] | None = None,
-        source: Annotated[str | None, Field(description="Where it came from: conversation, URL, file.")] = None,
-        review_after: Annotated[str | None, Field(description="YYYY-MM-DD: when to re-check it.")] = None,
+        source: Annotated[str | None, _described("source")] = None,
+        review_after: Annotated[str | None, _described("review_after")] = None,
+        valid_from: Annotated[str | None, _described("valid_from")] = None,
+        valid_until: Annotated[str | None, _described("valid_until")] = None,
         supersedes: Annotated[list[str] | None, Field(description="Ids it replaces (they are archived).")] = None,
         store: Annotated[StoreArg, Field(description="Every tool: a sibling store's name (not a path).")] = None,
         scope: Annotated[
@@ -221,7 +227,7 @@ def build_server(
     ) -> Annotated[CallToolResult, RememberAnswer]:
         answer = service.remember(
             title, body, type, trust, entities, source, review_after, supersedes, store=store, scope=scope,
-            private=private,
+            private=private, valid_from=valid_from, valid_until=valid_until,
         )  # fmt: skip
         return CallToolResult(
             content=[TextContent(type="text", text=remember_text(answer))],
@@ -245,14 +251,16 @@ def build_server(
         budget: Annotated[
             int | None,
             Field(
-                description="Bytes instead of a count (at least 256): results best first while their title, "
-                "path:line and excerpt fit (UTF-8); up to 20 results unless limit is given."
+                description="Bytes instead of a count (at least 256): best results while title, path:line and "
+                "excerpt fit."
             ),
         ] = None,
+        as_of: Annotated[str | None, Field(description="YYYY-MM-DD: as it stood then.")] = None,
     ) -> Annotated[CallToolResult, RecallAnswer]:
         answer = service.recall(
-            query, limit, type, state, entity, include_deprecated, store=store, scope=scope, mode=mode, budget=budget
-        )
+            query, limit, type, state, entity, include_deprecated, store=store, scope=scope, mode=mode, budget=budget,
+            as_of=as_of,
+        )  # fmt: skip
         return CallToolResult(
             content=[TextContent(type="text", text=recall_text(answer))],
             structured_content=answer.model_dump(mode="json"),
@@ -280,6 +288,8 @@ def build_server(
         entities: list[str] | None = None,
         source: str | None = None,
         review_after: str | None = None,
+        valid_from: str | None = None,
+        valid_until: str | None = None,
         state: StateName | None = None,
         reason: str | None = None,
         by: str | None = None,
@@ -295,6 +305,7 @@ def build_server(
         return service.update(
             op, id, title, body, type, trust, entities, source, review_after, state, reason, by, other_id,
             pair_hash, resolution, winner, note, expected_sha256, store=store, scope=scope,
+            valid_from=valid_from, valid_until=valid_until,
         )  # fmt: skip
 
     @tool("Forget", ToolAnnotations(read_only_hint=False, destructive_hint=True), FORGET)

@@ -17,11 +17,13 @@ from pathlib import Path
 from typing import NamedTuple
 
 from ..canon.files import norm_hash, now_iso
+from ..domain.fields import COLUMNS
 from ..domain.models import Memory
 from ..domain.text import FTS_TRIGRAM_TOKENIZER, FTS_WORD_TOKENIZER
 
-SCHEMA_VERSION = 5
+SCHEMA_VERSION = 6
 
+_OPTIONAL_COLUMNS = "".join(f"\n    {name} TEXT," for name in COLUMNS)  # the field table's plain columns
 SCHEMA = f"""
 CREATE TABLE meta (key TEXT PRIMARY KEY, value TEXT NOT NULL);
 -- one row per canon file seen, parseable or not: the stat gate and the hash ledger
@@ -47,8 +49,7 @@ CREATE TABLE memories (
     excerpt TEXT NOT NULL,
     source TEXT NOT NULL,
     created TEXT NOT NULL,
-    updated TEXT NOT NULL,
-    review_after TEXT,
+    updated TEXT NOT NULL,{_OPTIONAL_COLUMNS}
     entities TEXT NOT NULL,        -- JSON list of canonical entity names
     supersedes TEXT NOT NULL,      -- JSON list of ids
     superseded_by TEXT NOT NULL,   -- JSON list of ids
@@ -59,6 +60,7 @@ CREATE TABLE memories (
     body_sha TEXT NOT NULL         -- detects hand edits of the body
 );
 CREATE INDEX memories_norm_hash ON memories (norm_hash);
+CREATE INDEX memories_valid_until ON memories (valid_until) WHERE valid_until IS NOT NULL;  -- expiry
 -- the filter columns again, in narrow rows: the search legs join this, not the wide rows above (a third
 -- of a trigram leg's time at 10k memories went on reading memories rows only to test their state)
 CREATE TABLE memory_flags (rowid INTEGER PRIMARY KEY, type TEXT NOT NULL, state TEXT NOT NULL, trust TEXT NOT NULL);
@@ -181,6 +183,16 @@ MIGRATIONS: dict[int, tuple[str, ...]] = {
     # 5 records the scan digest (meta `scan_digest`) that version 4 would not forget when it writes the
     # ledger: the bump keeps a version-4 server from writing a version-5 index (it rebuilds it instead)
     4: ("DELETE FROM meta WHERE key = 'scan_digest'",),
+    # 6 adds the validity days and `superseded_at` (issue 27): only the canon holds them, so every ledger row is
+    # made stale and the next pass re-reads each file once (recall counts and vectors are kept)
+    5: (
+        "ALTER TABLE memories ADD COLUMN valid_from TEXT",
+        "ALTER TABLE memories ADD COLUMN valid_until TEXT",
+        "ALTER TABLE memories ADD COLUMN superseded_at TEXT",
+        "CREATE INDEX memories_valid_until ON memories (valid_until) WHERE valid_until IS NOT NULL",
+        "UPDATE files SET mtime_ns = -1, sha256 = ''",
+        "DELETE FROM meta WHERE key = 'scan_digest'",
+    ),
 }
 
 
@@ -361,10 +373,10 @@ def put_memory(conn: sqlite3.Connection, path: str, mem: Memory, entities: list[
     for row in old:
         _drop_memory_row(conn, row[0], row[1])
     cur = conn.execute(
-        """INSERT INTO memories (id, path, type, state, trust, title, body, excerpt, source, created,
-               updated, review_after, entities, supersedes, superseded_by, related, title_line,
-               body_line, norm_hash, body_sha)
-           VALUES (?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?)""",
+        f"""INSERT INTO memories (id, path, type, state, trust, title, body, excerpt, source, created,
+               updated, entities, supersedes, superseded_by, related, title_line,
+               body_line, norm_hash, body_sha, {", ".join(COLUMNS)})
+           VALUES (?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?{",?" * len(COLUMNS)})""",
         (
             mem.id,
             path,
@@ -377,7 +389,6 @@ def put_memory(conn: sqlite3.Connection, path: str, mem: Memory, entities: list[
             mem.source,
             mem.created,
             mem.updated,
-            mem.review_after,
             json.dumps(entities, ensure_ascii=False),
             json.dumps(mem.supersedes),
             json.dumps(mem.superseded_by),
@@ -386,6 +397,7 @@ def put_memory(conn: sqlite3.Connection, path: str, mem: Memory, entities: list[
             mem.body_line,
             norm_hash(mem.title, mem.body),
             body_sha(mem.body),
+            *(getattr(mem, name) for name in COLUMNS),
         ),
     )
     rowid = cur.lastrowid
@@ -443,7 +455,6 @@ class IndexedMemory:
     source: str
     created: str
     updated: str
-    review_after: str | None
     entities: list[str]
     supersedes: list[str]
     superseded_by: list[str]
@@ -452,17 +463,22 @@ class IndexedMemory:
     body_line: int
     norm_hash: str
     body_sha: str
+    # the field table's plain columns (domain/fields.py COLUMNS), in its order
+    review_after: str | None = None
+    valid_from: str | None = None
+    valid_until: str | None = None
+    superseded_at: str | None = None
 
 
 _COLUMNS = (
-    "rowid, id, path, type, state, trust, title, body, excerpt, source, created, updated, review_after, "
-    "entities, supersedes, superseded_by, related, title_line, body_line, norm_hash, body_sha"
+    "rowid, id, path, type, state, trust, title, body, excerpt, source, created, updated, "
+    "entities, supersedes, superseded_by, related, title_line, body_line, norm_hash, body_sha, " + ", ".join(COLUMNS)
 )
 
 
 def _indexed(row: sqlite3.Row | tuple) -> IndexedMemory:
     values = list(row)
-    for i in (13, 14, 15, 16):
+    for i in (12, 13, 14, 15):
         # most of these lists are empty: "[]" skips the JSON decoder (a recall reads ~100 rows, 4 lists each)
         values[i] = [] if values[i] == "[]" else json.loads(values[i])
     return IndexedMemory(*values)

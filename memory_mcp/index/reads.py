@@ -36,6 +36,53 @@ def reviews_due(conn: sqlite3.Connection, day: str) -> list[tuple[str, str, str,
     ]
 
 
+# When a memory stopped being current by a supersede: the time recorded in its file, else its first successor's
+# `created` (files written before `superseded_at` existed). Over alias `c` of `memories`.
+_ENDED = (
+    "COALESCE(c.superseded_at, (SELECT min(n.created) FROM supersede_links l JOIN memories n ON n.id = l.new_id "
+    "WHERE l.old_id = c.id))"
+)
+# A `Filters.sql()` clause over alias `m` (memory rows or their narrow flags, same rowids) and its parameters:
+# the memories the store held as current on a day. Created on or before it; not superseded, and not deprecated
+# (the deprecation's time is its `updated`: a deprecated memory cannot be edited), on or before it; valid then.
+CURRENT_ON = (
+    "m.rowid IN (SELECT c.rowid FROM memories c WHERE substr(c.created, 1, 10) <= ? "
+    "AND (c.valid_from IS NULL OR c.valid_from <= ?) AND (c.valid_until IS NULL OR c.valid_until >= ?) "
+    "AND (c.state != 'deprecated' OR substr(c.updated, 1, 10) > ?) "
+    f"AND ({_ENDED} IS NULL OR substr({_ENDED}, 1, 10) > ?))"
+)
+# ... and the memories whose validity ended before a day (left out of default recall)
+NOT_EXPIRED = "m.rowid NOT IN (SELECT rowid FROM memories WHERE valid_until < ?)"
+
+
+def current_on_params(day: str) -> list[object]:
+    """CURRENT_ON's parameters: the day at each of its places."""
+    return [day] * CURRENT_ON.count("?")
+
+
+def any_validity_end(conn: sqlite3.Connection) -> bool:
+    """Whether any memory has a `valid_until` (the partial index answers it): without one, nothing expires."""
+    return conn.execute("SELECT 1 FROM memories WHERE valid_until IS NOT NULL LIMIT 1").fetchone() is not None
+
+
+def expired(conn: sqlite3.Connection, day: str) -> list[tuple[str, str, str, str]]:
+    """(id, title, path, valid_until) of active memories whose validity ended before `day`, oldest first."""
+    return [
+        tuple(r)
+        for r in conn.execute(
+            "SELECT id, title, path, valid_until FROM memories WHERE state = 'active' "
+            "AND valid_until IS NOT NULL AND valid_until < ? ORDER BY valid_until, id",
+            (day,),
+        )
+    ]
+
+
+def superseded_at(conn: sqlite3.Connection, mem_id: str) -> str | None:
+    """When a supersede ended this memory (see `_ENDED`), or None when nothing superseded it."""
+    row = conn.execute(f"SELECT {_ENDED} FROM memories c WHERE c.id = ?", (mem_id,)).fetchone()
+    return str(row[0]) if row and row[0] is not None else None
+
+
 def active_for_export(conn: sqlite3.Connection) -> list[sqlite3.Row]:
     """(id, type, title, excerpt, updated) of active memories, newest first."""
     return conn.execute(

@@ -21,6 +21,7 @@ from ..canon.dictionary import EntityDictionary
 from ..domain.ranking import DEFAULT, RankingConstants
 from ..domain.text import Term, fold, stem, verb_root
 from ..domain.text import words as split_words
+from ..index import reads
 from ..index.bm25 import exact_bm25
 from ..index.fts_queries import any_in_state, fts_scores, like_rowids, word_tokenizer_joins
 
@@ -150,6 +151,8 @@ class Filters:
     entity: str | None = None
     include_deprecated: bool = False
     trusts: list[str] = field(default_factory=list)
+    as_of: str | None = None  # YYYY-MM-DD: only what the store held as current that day (`reads.CURRENT_ON`)
+    unexpired_on: str | None = None  # YYYY-MM-DD: leave out memories whose `valid_until` is before it
 
     def sql(self, deprecated_exist: bool = True) -> tuple[str, list[object]]:
         """The clause over alias `m` and its parameters. With `deprecated_exist=False` (the store holds no
@@ -162,8 +165,14 @@ class Filters:
         if self.states:
             clauses.append(f"m.state IN ({','.join('?' * len(self.states))})")
             params.extend(self.states)
-        elif not self.include_deprecated and deprecated_exist:
+        elif not self.include_deprecated and deprecated_exist and self.as_of is None:
             clauses.append("m.state != 'deprecated'")
+        if self.as_of is not None:
+            clauses.append(reads.CURRENT_ON)
+            params.extend(reads.current_on_params(self.as_of))
+        elif self.unexpired_on is not None:
+            clauses.append(reads.NOT_EXPIRED)
+            params.append(self.unexpired_on)
         if self.trusts:
             clauses.append(f"m.trust IN ({','.join('?' * len(self.trusts))})")
             params.extend(self.trusts)

@@ -13,6 +13,7 @@ from dataclasses import dataclass, field
 from ..domain.models import CollapsedResult, OpenConflict, RecallResult
 from ..domain.text import clip
 from ..index import conflict_pairs as conflict_table
+from ..index import reads
 from ..index import vectors as vector_table
 from ..store.scopes import Opened
 from .collapse import collapse_ranked
@@ -38,6 +39,8 @@ class RecallQuery:
     trust: str | None = None
     include_deprecated: bool = False
     budget: int | None = None  # bytes of cited results, or None
+    as_of: str | None = None  # YYYY-MM-DD: only what the store held as current that day (no documents)
+    today: str | None = None  # YYYY-MM-DD: without as_of, memories past their valid_until are left out
 
 
 @dataclass
@@ -58,7 +61,7 @@ def find(settings: SearchSettings, opened: Sequence[Opened], q: RecallQuery) -> 
     one list. A provider failure in hybrid is never an error: the search falls back to bm25 and says why."""
     lines: DeferredLines = {}
     pools: list[Pool] = []
-    filtered = bool(q.type or q.state or q.entity or q.trust)
+    filtered = bool(q.type or q.state or q.entity or q.trust or q.as_of)
     for o in opened:
         s = o.session
         filters = Filters(
@@ -67,6 +70,8 @@ def find(settings: SearchSettings, opened: Sequence[Opened], q: RecallQuery) -> 
             entity=s.dictionary.canonical(q.entity) if q.entity else None,
             include_deprecated=q.include_deprecated,
             trusts=[q.trust] if q.trust else [],
+            as_of=q.as_of,
+            unexpired_on=q.today if q.as_of is None and q.today and reads.any_validity_end(s.conn) else None,
         )
         plan = plan_and_fetch(s.conn, q.text, filters, want=q.limit, dictionary=s.dictionary, k=settings.ranking)
         pools.append(Pool(o.scope, s, MEMORIES, plan, filters))

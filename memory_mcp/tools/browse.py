@@ -6,6 +6,7 @@ from pathlib import Path
 
 from ..canon import files as canon
 from ..domain.errors import InputError
+from ..domain.fields import DATE_FIELDS
 from ..domain.models import BrowseAnswer, EditableMemory, MemoryItem, StoreInfo
 from ..domain.vocabulary import MemoryType, State, Trust
 from ..index import db as ix
@@ -94,7 +95,7 @@ def editable(svc: ServiceState, id: str, store: str | None = None, scope: str | 
             trust=parsed.trust.value,
             entities=parsed.entities,
             source=parsed.source,
-            review_after=parsed.review_after,
+            **{name: getattr(parsed, name) for name in DATE_FIELDS},
         )
 
 

@@ -85,9 +85,14 @@ def _age_days(stamp: str, now: datetime) -> float:
 
 
 def important_memories(conn: sqlite3.Connection, scope: str, now: datetime | None = None) -> list[Important]:
-    """Every active memory but the handoff, most important first."""
+    """Every active memory but the handoff and those past their `valid_until`, most important first."""
     now = now or datetime.now(UTC)
-    mems = [m for m in ix.all_memories(conn) if m.state == "active" and m.type != "handoff"]
+    today = now.astimezone().date().isoformat()
+    mems = [
+        m
+        for m in ix.all_memories(conn)
+        if m.state == "active" and m.type != "handoff" and (m.valid_until is None or m.valid_until >= today)
+    ]
     heat = ix.heat_of(conn, [m.id for m in mems])
     out = []
     for m in mems:

@@ -6,6 +6,7 @@ from ..canon import files as canon
 from ..domain.models import ChainLink
 from ..domain.vocabulary import State
 from ..index import db as ix
+from ..index import reads
 from ..store.session import StoreSession
 from .state import ServiceState
 
@@ -22,6 +23,8 @@ def link_supersede(
         canon.add_link(meta, "superseded_by", new_id, link_entry(svc, new_id, new_path))
         if meta.get("state", "active") == State.ACTIVE.value:
             meta["state"] = State.ARCHIVED.value
+        if not meta.get("superseded_at"):  # when it stopped being current: the first supersede
+            meta["superseded_at"] = now
         meta["updated"] = now
 
     canon.rewrite(s.store.memory_file(old.path), mutate)
@@ -40,6 +43,18 @@ def chain(s: StoreSession, mem: ix.IndexedMemory, direction: str) -> list[ChainL
         if other is None:
             out.append(ChainLink(id=nid, title="(missing)", state="missing", path=None))
             continue
-        out.append(ChainLink(id=other.id, title=other.title, state=other.state, path=other.path))
+        out.append(chain_link(s, other))
         frontier.extend(getattr(other, direction))
     return out
+
+
+def chain_link(s: StoreSession, mem: ix.IndexedMemory) -> ChainLink:
+    """One memory of a supersede chain with its dates: when it was written and when it stopped being current."""
+    return ChainLink(
+        id=mem.id,
+        title=mem.title,
+        state=mem.state,
+        path=mem.path,
+        created=mem.created,
+        superseded_at=reads.superseded_at(s.conn, mem.id),
+    )

@@ -81,6 +81,7 @@ def read(
             index=index,
         )
         if mem is not None:
+            answer.superseded_at = reads.superseded_at(o.session.conn, mem.id)
             answer.supersedes_chain = chain(o.session, mem, "supersedes")
             answer.superseded_by_chain = chain(o.session, mem, "superseded_by")
             answer.conflicts = _conflict_history(o.session, mem.id)

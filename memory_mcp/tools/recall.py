@@ -10,7 +10,7 @@ from ..domain.vocabulary import RECALL_MODES, MemoryType, State, Trust
 from ..index import db as ix
 from ..search.recall import RecallQuery, SearchSettings, find, mark_open_conflicts, memory_result
 from ..store.scopes import merged_report
-from .arguments import enum_arg, word_arg
+from .arguments import check_date, enum_arg, word_arg
 from .context import current_handoff
 from .state import ServiceState
 
@@ -32,6 +32,7 @@ def recall(
     scope: str | None = None,
     mode: str | None = None,
     budget: int | None = None,
+    as_of: str | None = None,
 ) -> RecallAnswer:
     """Search every scope (or the one named) and the indexed documents; rank all in one list.
 
@@ -42,6 +43,9 @@ def recall(
     budget: bytes instead of (or beside) a count. Results are taken best first while their cited bytes
     (title, `path:line` and excerpt, `RecallResult.cited_bytes`) fit; the best result is always given,
     its excerpt clipped to fit. Without `limit`, a budget ranks up to `recall.max_limit` results.
+
+    as_of: a day; only what the store held as current then (a filter, `reads.CURRENT_ON`), no documents.
+    Without it, memories past their `valid_until` are left out.
     """
     mode = mode or "auto"
     if query is None:
@@ -62,6 +66,8 @@ def recall(
     mem_type = enum_arg(MemoryType, type, "type")
     mem_state = enum_arg(State, state, "state")
     mem_trust = enum_arg(Trust, trust, "trust")
+    as_of = check_date(as_of, "as_of")
+    today = svc.clock().astimezone().date().isoformat()  # validity days are local calendar days, like reviews
     with svc.scopes.open(scope, store) as opened:
         index = merged_report(opened)
         if not query.strip():
@@ -85,6 +91,8 @@ def recall(
                 trust=mem_trust.value if mem_trust else None,
                 include_deprecated=include_deprecated,
                 budget=budget,
+                as_of=as_of,
+                today=today,
             ),
         )
         if touch:
@@ -105,6 +113,7 @@ def recall(
             budget_bytes=budget,
             used_bytes=sum(r.cited_bytes() for r in found.results) if budget is not None else None,
             left_out=found.left_out,
+            as_of=as_of,
         )
 
 

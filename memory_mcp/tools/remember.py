@@ -19,7 +19,7 @@ from ..search.conflicts import (
     find_neighbours,
 )
 from ..store.paths import Store
-from .arguments import check_date, enum_arg
+from .arguments import check_dates, enum_arg
 from .links import link_entry, link_supersede
 from .state import ServiceState
 
@@ -37,12 +37,14 @@ def remember(
     store: str | None = None,
     scope: str | None = None,
     private: bool = False,
+    valid_from: str | None = None,
+    valid_until: str | None = None,
 ) -> RememberAnswer:
     title, body = svc.limits.title(title), svc.limits.body(body)
     mem_type = enum_arg(MemoryType, type, "type")
     mem_trust = enum_arg(Trust, trust, "trust")
     entities, source = svc.limits.entities(entities), svc.limits.source(source)
-    review = check_date(review_after, "review_after")
+    dates = check_dates({"review_after": review_after, "valid_from": valid_from, "valid_until": valid_until})
     supersedes = list(dict.fromkeys(supersedes or []))
     if not private:  # a private memory (`sync: local`) never leaves this machine: it may hold anything
         refuse_secrets({"title": title, "body": body, "source": source})
@@ -106,7 +108,7 @@ def remember(
             "source": source or None,
             "created": now,
             "updated": now,
-            "review_after": review,
+            **dates,
             "supersedes": [link_entry(svc, o.id, o.path) for o in olds],
             "superseded_by": [],
         }

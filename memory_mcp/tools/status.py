@@ -9,6 +9,7 @@ from ..canon import files as canon
 from ..domain.models import (
     CompactionCandidate,
     DuplicatePair,
+    ExpiredMemory,
     IndexFreshness,
     StatusAnswer,
 )
@@ -41,7 +42,12 @@ def status(svc: ServiceState, store: str | None = None, scope: str | None = None
         for col in reads.COUNTED_COLUMNS:
             by[col] = reads.counts_by(conn, col)
         # review dates are local calendar days
-        review = reviews_due(conn, svc.clock().astimezone().date())
+        today = svc.clock().astimezone().date()
+        review = reviews_due(conn, today)
+        expired = [
+            ExpiredMemory(id=r[0], title=r[1], path=r[2], valid_until=r[3])
+            for r in reads.expired(conn, today.isoformat())
+        ]
         handoff = current_handoff(conn)
         return StatusAnswer(
             scope=s.scope,
@@ -57,6 +63,7 @@ def status(svc: ServiceState, store: str | None = None, scope: str | None = None
             unresolved_conflicts=s.open_conflicts(),
             unresolved_conflicts_total=s.count_open_conflicts(),
             review_due=review,
+            expired=expired,
             compaction_candidates=_compaction(svc, s),
             unparseable=[u.model_copy(update={"scope": s.scope}) for u in unparseable_files(conn)],
             index=IndexFreshness(

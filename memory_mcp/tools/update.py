@@ -8,6 +8,7 @@ from typing import Any
 
 from ..canon import files as canon
 from ..domain.errors import AlreadyDoneError, InputError, NotFoundError, StaleWriteError
+from ..domain.fields import DATE_FIELDS, EDIT_FIELDS
 from ..domain.lifecycle import check_editable, check_transition
 from ..domain.models import UpdateAnswer
 from ..domain.secrets import refuse_secrets
@@ -17,7 +18,7 @@ from ..index import db as ix
 from ..index import reads
 from ..store.scopes import Opened, locate, merged_report
 from ..store.session import StoreSession
-from .arguments import check_date, enum_arg, word_arg
+from .arguments import check_dates, enum_arg, word_arg
 from .links import chain, link_entry, link_supersede
 from .state import ServiceState
 
@@ -42,6 +43,8 @@ class UpdateRequest:
     winner: str | None = None
     note: str | None = None
     expected_sha256: str | None = None
+    valid_from: str | None = None
+    valid_until: str | None = None
 
     def stray(self, op: str) -> list[str]:
         """The fields given that `op` does not take."""
@@ -74,6 +77,8 @@ def update(
     expected_sha256: str | None = None,
     store: str | None = None,
     scope: str | None = None,
+    valid_from: str | None = None,
+    valid_until: str | None = None,
 ) -> UpdateAnswer:
     """Change a memory in whichever scope holds it (ids it refers to must be in the same scope)."""
     word_arg(op, UPDATE_OPS, "op")
@@ -82,6 +87,7 @@ def update(
         title=title, body=body, type=type, trust=trust, entities=entities, source=source,
         review_after=review_after, state=state, reason=reason, by=by, other_id=other_id,
         pair_hash=pair_hash, resolution=resolution, winner=winner, note=note, expected_sha256=expected_sha256,
+        valid_from=valid_from, valid_until=valid_until,
     )  # fmt: skip
     stray = request.stray(op)
     if stray:
@@ -132,7 +138,7 @@ def _edit(
 ) -> tuple[list[tuple[str, str]], str]:
     check_editable(State(mem.state))
     title, body, type, trust = request.title, request.body, request.type, request.trust
-    entities, source, review_after = request.entities, request.source, request.review_after
+    entities, source = request.entities, request.source
     fields: dict[str, Any] = {}
     if type is not None:
         fields["type"] = enum_arg(MemoryType, type, "type").value
@@ -142,12 +148,12 @@ def _edit(
         fields["entities"] = s.dictionary.normalise(svc.limits.entities(entities))
     if source is not None:
         fields["source"] = svc.limits.source(source)
-    if review_after is not None:
-        fields["review_after"] = check_date(review_after, "review_after")
+    before = {name: getattr(mem, name) for name in DATE_FIELDS}
+    fields.update(check_dates({name: getattr(request, name) for name in DATE_FIELDS}, before))
     new_title = svc.limits.title(title) if title is not None else None
     new_body = svc.limits.body(body) if body is not None else None
     if not fields and new_title is None and new_body is None:
-        raise InputError("edit: op=edit needs at least one of title, body, type, trust, entities, source, review_after")
+        raise InputError(f"edit: op=edit needs at least one of title, body, {', '.join(EDIT_FIELDS)}")
     texts = {"title": new_title, "body": new_body, "source": fields.get("source")}
     if any(texts.values()) and not _stays_local(s, mem):
         refuse_secrets(texts)

@@ -4,9 +4,10 @@ from __future__ import annotations
 
 from typing import Any
 
+from ...domain import fields
 from ...domain.models import EditableMemory
 
-EDIT_FIELDS = ("title", "body", "type", "trust", "entities", "source", "review_after")
+EDIT_FIELDS = ("title", "body", *fields.EDIT_FIELDS)
 
 
 def values_of(m: EditableMemory) -> dict[str, str]:
@@ -18,7 +19,7 @@ def values_of(m: EditableMemory) -> dict[str, str]:
         "trust": m.trust,
         "entities": ", ".join(m.entities),
         "source": m.source,
-        "review_after": m.review_after or "",
+        **{name: getattr(m, name) or "" for name in fields.DATE_FIELDS},
     }
 
 

@@ -14,6 +14,7 @@ from typing import Any
 from jinja2 import Environment, PackageLoader, StrictUndefined
 from markupsafe import Markup
 
+from ...domain.fields import DATE_FIELDS
 from ...domain.models import MemoryType, State, Trust
 from .guard import LOOPBACK
 
@@ -79,6 +80,7 @@ ENV.globals.update(
     plural=plural,
     search_steps=search_steps,
     memory_types=[t.value for t in MemoryType],
+    date_fields=DATE_FIELDS,
     trusts=[t.value for t in Trust],
     state_tabs=[("", "All"), *((s.value, s.value.capitalize()) for s in State)],
     zip=zip,
