@@ -15,7 +15,8 @@ summed per category.
 The cases are hand-written for this project (bench/conflict_cases.jsonl is the dev set the gate was
 tuned on; bench/conflict_cases_heldout.jsonl was written at the same time and is only measured;
 bench/conflict_cases_heldout2.jsonl was written later by sessions that had never seen the gate or the other
-sets, and is the figure that counts: run it once per design, never with --show-errors).
+sets, and is the figure that counts: run it once per design, never with --show-errors; bench/conflict_cases_dev4.jsonl
+was written the same way, measured blind once with design 2, and then opened as a development set).
 """
 
 from __future__ import annotations
@@ -47,6 +48,9 @@ SETS = {
     "dev-2": HERE / "conflict_cases_dev2.jsonl",
     # written after the first held-out-2 figures (aggregates only), in more varied wording: a dev set
     "dev-3": HERE / "conflict_cases_dev3.jsonl",
+    # written for issue 25 by a session that never saw the code or the other sets (150 cases, en/ko/es/cross);
+    # measured blind once with design 2 (aggregate figures, docs/benchmarks.md), then opened: a dev set
+    "dev-4": HERE / "conflict_cases_dev4.jsonl",
 }
 # `--set all` runs the sets a developer may look into; held-out-2 runs only when named
 BLIND = {"held-out-2"}
