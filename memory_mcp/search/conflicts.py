@@ -292,8 +292,11 @@ def assess(
     elif stance_flip and overlap > 0:
         same = True  # opposite sides of one axis about a shared word: "short answers" / "long explanations"
         reasons.append(f"same attribute: {', '.join(sorted(hit_new | hit_old)[:6])}")
-    elif a.cues and shared_entities - broad_entities and (typed := [k for k in changed if k in specific]):
-        # a replacement cue, an entity few memories carry, and a value of one kind changed, in other words:
+    elif shared_entities - broad_entities and (
+        typed := [k for k in changed if k in specific and (a.cues or k in ("time", "weekday"))]
+    ):
+        # an entity few memories carry and a value of one kind changed, in other words: with a replacement cue,
+        # or a time of day or a weekday (what a schedule changes) even without one
         # "Our sprints are three weeks long now" / "Sprint length is 1 week"
         same = True
         reasons.append(f"same attribute: {', '.join(typed[:2])} of {', '.join(sorted(shared_entities)[:2])}")
