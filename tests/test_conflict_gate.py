@@ -366,3 +366,35 @@ async def test_reindex_closes_an_old_gate_pair_about_another_attribute_of_one_en
         assert closed[0]["reasons"][0].startswith("another attribute")
         assert _entry(dana, "01M8000000000000000000ES01")["resolution"] == "auto-closed"
         assert (await tools.status())["unresolved_conflicts_total"] == 0
+
+
+def test_only_sure_evidence_is_written_weaker_suspicion_is_a_possible_conflict() -> None:
+    # a typed value of one kind changed on the same attribute: written
+    assert assess(_s("Sprint length is now 2 weeks", ("sprint",)), _s("Sprint length is 1 week", ("sprint",))).conflict
+    # a negation alone: suspected, returned as a possible conflict, written nowhere
+    diet = assess(_s("I don't eat fish anymore", ("user", "diet")), _s("User eats fish", ("user", "diet")))
+    assert not diet.conflict and diet.kind == "possible-conflict"
+    assert diet.reasons[0] == "possible conflict: evidence too weak to record"
+    assert "only one of them is negated" in diet.reasons
+    # a value changed beside changed names may be another named thing's value (RTO / RPO)
+    rpo = assess(
+        _s("New RPO target is 5 minutes of data loss", ("disaster-recovery",)),
+        _s("Disaster recovery RTO target is 4 hours", ("disaster-recovery",)),
+    )
+    assert not rpo.conflict and rpo.kind == "possible-conflict"
+    # two statements each tagged with entities of their own and none in common: the subject is a guess
+    plans = assess(
+        _s("Pro plan costs 29 euros a month", ("plan-pro",)), _s("Pro plan costs 9 euros a month", ("plan-basic",))
+    )
+    assert not plans.conflict
+
+
+@pytest.mark.anyio
+async def test_a_possible_conflict_is_answered_and_written_nowhere(tools: Tools, store: Path) -> None:
+    fish = await _say(tools, "User eats fish", "user", "diet", type="preference")
+    none = await _say(tools, "I don't eat fish anymore", "user", "diet", type="preference")
+    assert none["conflicts"] == []
+    [possible] = [r for r in none["related"] if r["id"] == fish["id"]]
+    assert possible["kind"] == "possible-conflict" and "only one of them is negated" in possible["reasons"]
+    assert "conflicts" not in frontmatter(store / none["path"])
+    assert (await tools.status())["unresolved_conflicts_total"] == 0

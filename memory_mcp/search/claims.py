@@ -137,6 +137,8 @@ class Claim:
     negated: bool
     cues: tuple[str, ...]
     mentions: frozenset[str]  # every folded word and stem of the text and its entity words
+    said: frozenset[str]  # every folded word and stem of the text itself (not its entity tags)
+    said_names: frozenset[str]  # names written in the text, or tags one of whose words it writes
     entity_words: frozenset[str]
     masked: str  # the title with its values replaced by a placeholder (what an embedder compares)
 
@@ -373,7 +375,16 @@ def claim_of(s: Statement) -> Claim:
     stances: set[tuple[str, str]] = set()
     mentions: set[str] = set(ents)
     title_terms = {t.text for t in terms_of(s.title)}
-    mentions |= {t.text for t in terms_of(text)} | {t.stem for t in terms_of(text)} | names
+    said = {t.text for t in terms_of(text)} | {t.stem for t in terms_of(text)}
+    folded = fold(text)
+    said_names = frozenset(
+        n
+        for n in names
+        if n in said
+        or re.search(rf"(?<![a-z0-9]){re.escape(n)}(?![a-z0-9])", folded)
+        or said & {w for w in re.split(r"[\W_]+", n) if len(w) >= 3}  # the tag dana-cho, the text "Dana"
+    )
+    mentions |= said | names
     for t in terms_of(rest):
         w = t.stem.lstrip("0123456789")
         if not w or t.text in spent or w in spent or t.text in _NUMBER_WORD or t.text.isdigit():
@@ -433,6 +444,8 @@ def claim_of(s: Statement) -> Claim:
         negated=negated(text),
         cues=tuple(replacement_cues(text)),
         mentions=frozenset(mentions),
+        said=frozenset(said),
+        said_names=said_names,
         entity_words=ents,
         masked=masked,
     )
