@@ -1,20 +1,24 @@
 """How long `sync` takes to bring 1,000 new and 100 edited memories into a 10k-memory store, against a plain
 `git pull` of the same commits; and what the merge driver costs per file.
 
-    python bench/sync_speed.py [--memories 10000] [--new 1000] [--edited 100] [--driver-files 30]
+    python bench/sync_speed.py [--memories 10000] [--new 1000] [--edited 100] [--both-edited 0] [--driver-files 40]
 
 Builds (in a temp folder) a bare remote and two clones: the sender writes the new and edited memories and
 pushes; then two identical copies of the receiver take them, one with `git pull`, one with
 `memory-mcp sync` (its index warm first, as on a machine in use). Prints the total sync time split into git
 (fetch, merge, push, status, commit) and our own work (everything else: staging decisions, summaries, the
-reconcile of what arrived), and the driver's cost per file measured the way git runs it (a process per
-file on memories edited on both sides). All figures are from this run; nothing is asserted.
+reconcile of what arrived), and the driver's cost per file measured the way git runs it (the configured
+command, `store.sync.driver_command`, through the shell: a process per file, on a memory edited on both
+sides). `--both-edited N`: the receiver also edits N of the sender's edited memories before it syncs, so
+the driver runs N times inside that sync. All figures are from this run; nothing is asserted.
 """
 
 from __future__ import annotations
 
 import argparse
+import json
 import os
+import resource
 import shutil
 import subprocess
 import sys
@@ -24,7 +28,7 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
-from memory_mcp.store.sync import SyncOptions  # noqa: E402
+from memory_mcp.store.sync import SPOOL_ENV, SyncOptions, driver_command  # noqa: E402
 from memory_mcp.tools.service import MemoryService  # noqa: E402
 
 WORDS = "postgres redis kafka deploy staging backup replica latency cache queue alice marco infra billing".split()
@@ -52,7 +56,8 @@ def main() -> None:
     ap.add_argument("--memories", type=int, default=10_000)
     ap.add_argument("--new", type=int, default=1_000)
     ap.add_argument("--edited", type=int, default=100)
-    ap.add_argument("--driver-files", type=int, default=30)
+    ap.add_argument("--both-edited", type=int, default=0)
+    ap.add_argument("--driver-files", type=int, default=40)
     args = ap.parse_args()
     tmp = Path(tempfile.mkdtemp(prefix="sync-bench-"))
     try:
@@ -85,6 +90,11 @@ def run(tmp: Path, args: argparse.Namespace) -> None:
     git(sender, "add", "-A")
     git(sender, "commit", "-qm", "incoming")
     git(sender, "push", "-q", "origin", "HEAD:main")
+    for n in range(min(args.both_edited, args.edited)):  # an edit on another line: a clean line merge
+        path = receiver / "memories" / f"m-{n:06d}.md"
+        path.write_text(memory(n, f"Body {n}.", "2026-01-15T00:00:00Z").replace("Third", "Third, receiver's"))
+    if args.both_edited:
+        git(receiver, "commit", "-qam", "edited here too")
 
     plain = tmp / "plain"
     shutil.copytree(receiver, plain, symlinks=True)
@@ -108,40 +118,57 @@ def run(tmp: Path, args: argparse.Namespace) -> None:
     print(f"| `sync` total | {total:.2f} |")
     print(f"| of which git (fetch, merge, status, commit, push) | {answer.git_seconds:.2f} |")
     print(f"| of which our work (staging checks, summaries, reindex {answer.reindex_seconds:.2f} s) | {ours:.2f} |")
+    print(f"| of which reindex | {answer.reindex_seconds:.2f} |")
     print(f"| sync beyond plain pull | {total - pull_s:.2f} |")
     print(f"| merge driver calls in this sync | {answer.driver_calls} |")
+    print(
+        f"| inside those driver processes (imports + merge; git's time includes them) | {answer.driver_seconds:.2f} |"
+    )
     driver(tmp, args.driver_files)
 
 
 def driver(tmp: Path, files: int) -> None:
-    """The driver as git runs it: `python -m memory_mcp merge-driver %O %A %B %P`, one process per file,
-    on a memory edited on both sides (frontmatter and body, a clean line merge)."""
+    """The driver as git runs it: the configured command through the shell, `%O %A %B %P` filled in, one
+    process per file, on a memory edited on both sides (frontmatter and body, a clean line merge)."""
     work = tmp / "driver"
     (work / "memories").mkdir(parents=True)
     base = memory(1, "Body 1.\n\nMiddle.\n\nEnd.")
     ours = memory(1, "Body 1, ours.\n\nMiddle.\n\nEnd.", "2026-02-01T00:00:00Z").replace("[", "[staging, ", 1)
     theirs = memory(1, "Body 1.\n\nMiddle.\n\nEnd, theirs.", "2026-03-01T00:00:00Z")
-    times = []
+    command = driver_command().replace("%O", "O").replace("%A", "A").replace("%B", "B").replace("%P", "memories/m.md")
+    spool = work / "spool.jsonl"
+    env = {**os.environ, SPOOL_ENV: str(spool)}
+    times, cpu = [], []
     for _ in range(files):
         for name, text in (("O", base), ("A", ours), ("B", theirs)):
             (work / name).write_text(text)
+        before = resource.getrusage(resource.RUSAGE_CHILDREN)
         started = time.perf_counter()
-        subprocess.run(
-            [sys.executable, "-m", "memory_mcp", "merge-driver", "O", "A", "B", "memories/m.md"], cwd=work, check=True
-        )
+        subprocess.run(command, shell=True, cwd=work, check=True, env=env)
         times.append(time.perf_counter() - started)
-    times.sort()
+        after = resource.getrusage(resource.RUSAGE_CHILDREN)
+        cpu.append(after.ru_utime + after.ru_stime - before.ru_utime - before.ru_stime)
+    inside = sorted(json.loads(line)["seconds"] for line in spool.read_text().splitlines())
     python = []
     for _ in range(10):
         started = time.perf_counter()
         subprocess.run([sys.executable, "-c", "pass"], check=True)
         python.append(time.perf_counter() - started)
+    times.sort()
+    cpu.sort()
     python.sort()
+    print(f"driver command: {driver_command()}")
+    print(f"| merge driver per file, median of {files} (process start included) | {_ms(times, 0.5)} ms |")
+    print(f"| merge driver per file, p95 | {_ms(times, 0.95)} ms |")
     print(
-        f"| merge driver per file, median of {files} (process start included) | {times[len(times) // 2] * 1000:.0f} ms |"
+        f"| CPU per file (user + system, shell included; steadier than wall time on a busy machine), median | {_ms(cpu, 0.5)} ms |"
     )
-    print(f"| merge driver per file, p90 | {times[int(len(times) * 0.9)] * 1000:.0f} ms |")
-    print(f"| bare `python -c pass` start, median | {python[len(python) // 2] * 1000:.0f} ms |")
+    print(f"| of which inside the driver (imports + merge + write), median | {_ms(inside, 0.5)} ms |")
+    print(f"| bare `python -c pass` start, median | {_ms(python, 0.5)} ms |")
+
+
+def _ms(values: list[float], quantile: float) -> str:
+    return f"{values[min(len(values) - 1, int(len(values) * quantile))] * 1000:.0f}"
 
 
 if __name__ == "__main__":

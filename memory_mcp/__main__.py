@@ -1,9 +1,9 @@
 import sys
 
 if sys.argv[1:2] == ["merge-driver"]:  # git runs it once per merged file: skip the CLI's imports
-    from .edges.merge_driver import main as merge_driver
+    from .edges.merge_driver import run as merge_driver
 
-    sys.exit(merge_driver(sys.argv[2:]))
+    merge_driver(sys.argv[2:])
 
 from .edges.cli import main
 

@@ -8,7 +8,6 @@ temp file + fsync + atomic rename so a crash never leaves a partial memory behin
 
 from __future__ import annotations
 
-import hashlib
 import io
 import os
 import re
@@ -19,7 +18,6 @@ from datetime import UTC, date, datetime
 from pathlib import Path, PurePosixPath
 from typing import Any
 
-from frontmatter.default_handlers import BaseHandler, YAMLHandler
 from ruamel.yaml import YAML
 from ruamel.yaml.comments import CommentedMap, CommentedSeq
 from ruamel.yaml.error import YAMLError
@@ -31,7 +29,6 @@ from ..domain.fields import DATE_FIELDS, FIELD_ORDER, TIME_KEYS
 from ..domain.memory import ConflictRecord, Memory
 from ..domain.text import nfkc_casefold, squeeze
 from ..domain.vocabulary import MemoryType, State, Trust
-from . import fastyaml
 
 MAX_FILE_BYTES = 1024 * 1024
 MAX_FRONTMATTER_BYTES = 64 * 1024
@@ -57,10 +54,10 @@ def _yaml() -> YAML:
     return y
 
 
-class RoundTripYAMLHandler(BaseHandler):
-    """python-frontmatter handler backed by ruamel.yaml's round-trip mode, refusing unsafe YAML."""
+class RoundTripYAMLHandler:
+    """The frontmatter block of a canon file, read and written with ruamel.yaml's round-trip mode, refusing
+    unsafe YAML."""
 
-    FM_BOUNDARY = YAMLHandler.FM_BOUNDARY
     START_DELIMITER = END_DELIMITER = "---"
     # Exact split: the content keeps every byte after the closing delimiter (it starts with that
     # line's newline), so a rewrite never shifts the person's blank lines.
@@ -95,8 +92,8 @@ class RoundTripYAMLHandler(BaseHandler):
         if node is None:
             return CommentedMap()
         _check_node(node)
-        try:
-            data = y.load(fm)
+        try:  # built from the node just checked: one parse, not two
+            data = y.constructor.construct_document(node)
         except YAMLError as exc:
             raise CanonError(f"bad YAML: {_one_line(exc)}") from None
         except RecursionError:
@@ -167,7 +164,9 @@ def _check_node(root: Node) -> None:
 
 
 def sha256_bytes(data: bytes) -> str:
-    return hashlib.sha256(data).hexdigest()
+    from hashlib import sha256  # here, not at the top: loading OpenSSL (~2 ms) would slow every merge-driver process
+
+    return sha256(data).hexdigest()
 
 
 def normalised_text(title: str, body: str) -> str:
@@ -176,7 +175,9 @@ def normalised_text(title: str, body: str) -> str:
 
 
 def norm_hash(title: str, body: str) -> str:
-    return hashlib.sha256(normalised_text(title, body).encode("utf-8")).hexdigest()
+    from hashlib import sha256  # (see sha256_bytes)
+
+    return sha256(normalised_text(title, body).encode("utf-8")).hexdigest()
 
 
 def iso_utc(moment: datetime) -> str:
@@ -296,6 +297,8 @@ def split(text: str, *, round_trip: bool = True) -> tuple[dict[str, Any], str, i
 def _read_fast(fm: str) -> dict[str, Any] | None:
     if len(fm.encode("utf-8")) > MAX_FRONTMATTER_BYTES:
         return None  # the round-trip loader gives the reason
+    from . import fastyaml  # PyYAML's libyaml, loaded on the first fast read: the merge driver never needs it
+
     meta = fastyaml.load(fm)
     if meta is not None:
         _check_unicode(meta)

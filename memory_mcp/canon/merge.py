@@ -13,7 +13,6 @@ three versions write the same bytes, and the copy of a losing side gets the same
 
 from __future__ import annotations
 
-import hashlib
 import json
 from collections.abc import Callable
 from dataclasses import dataclass, field
@@ -258,12 +257,13 @@ def new_id_for(original_id: str, data: bytes, updated: str) -> str:
     """A ULID for the copy of a losing side: the time of its edit and a hash of what it says, so every
     machine resolving the same clash names the copy alike."""
     from datetime import datetime
+    from hashlib import sha256  # here: only a clash needs it (loading OpenSSL costs the driver ~2 ms)
 
     try:
         ms = int(datetime.fromisoformat(updated.replace("Z", "+00:00")).timestamp() * 1000)
     except ValueError:
         ms = 0
-    digest = hashlib.sha256(original_id.encode("utf-8") + b"\0" + data).digest()[:10]
+    digest = sha256(original_id.encode("utf-8") + b"\0" + data).digest()[:10]
     number = (max(ms, 0) % (1 << 48)) << 80 | int.from_bytes(digest, "big")
     alphabet = "0123456789ABCDEFGHJKMNPQRSTVWXYZ"  # Crockford base32, ULID's text form (26 characters)
     return "".join(alphabet[(number >> (5 * i)) & 31] for i in reversed(range(26)))

@@ -6,23 +6,32 @@ in place, never stuck; `sync` resolves such a file by keeping both). Files it ad
 kept second memory) are written into the work tree; under `sync` it also appends what it did to the spool
 file `sync` names in MEMORY_MCP_MERGE_SPOOL, so the merge commit includes them and the report tells them.
 
-Started as `python -m memory_mcp merge-driver`, which imports only this module's few needs (a process per
-file: no pydantic, no server).
+Started as `python -P -m memory_mcp merge-driver` (`store/sync.driver_command`), which runs `run` below
+and imports only this module's few needs: a process per file, so no CLI, service, pydantic, MCP SDK or PyYAML
+(tests/test_sync_driver_entry.py checks the modules it loads). `-P` keeps the work tree git runs it in off
+`sys.path`: a project's own `signal.py` or `memory_mcp/` must not stand in for the installed modules.
 """
 
 from __future__ import annotations
 
+import gc
 import json
 import os
 import sys
 import time
 from pathlib import Path, PurePosixPath
 
-from ..canon import files as canon
-from ..canon import merge
-from ..store.git import merge_lines
-
 SPOOL_ENV = "MEMORY_MCP_MERGE_SPOOL"
+
+
+def run(argv: list[str]) -> None:
+    """The driver's own process (`python -m memory_mcp merge-driver ...`): merge, then leave at once."""
+    gc.disable()  # a short process that frees nothing worth collecting: collections during the imports are pure cost
+    code = main(argv)
+    sys.stdout.flush()
+    sys.stderr.flush()
+    # skip the interpreter's teardown (a few ms of freeing modules): every file written is closed by now
+    os._exit(code)
 
 
 def main(argv: list[str]) -> int:
@@ -33,6 +42,12 @@ def main(argv: list[str]) -> int:
     base_file, ours_file, theirs_file, rel = argv
     record: dict[str, object] = {"path": rel, "extra": [], "notes": []}
     try:
+        # imported here, after `run` turned the collector off, and inside the guard: a broken install is an
+        # internal error like any other (exit 1, spooled), never a stuck merge
+        from ..canon import files as canon
+        from ..canon import merge
+        from ..store.git import merge_lines
+
         base = Path(base_file).read_bytes()
         ours, theirs = Path(ours_file).read_bytes(), Path(theirs_file).read_bytes()
         folder = Path(PurePosixPath(rel).parent)

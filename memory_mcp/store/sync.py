@@ -3,7 +3,7 @@
 Only the canon travels: `memories/`, `dictionary.md`, `config.toml` (never `.index/`, whose recall counts and
 times are this machine's). A memory whose frontmatter says `sync: local` is never staged, and a push is
 refused while one is in the commits (committed by hand). Memory files and dictionary.md merge through the
-memory-aware merge driver (`canon/merge.py`, run by git as `python -m memory_mcp merge-driver`); what git
+memory-aware merge driver (`canon/merge.py`, run by git as `python -P -m memory_mcp merge-driver`); what git
 cannot hand to a driver (edited here, deleted there; a driver that failed) is resolved here so that no file
 ever keeps a conflict marker and no edit is lost. A failed merge is aborted: nothing half-done stays.
 """
@@ -37,8 +37,9 @@ Progress = Callable[[str], None]
 
 
 def driver_command() -> str:
-    """What git runs per file: this interpreter, so the driver is the same install as the CLI that set it up."""
-    return f"{shlex.quote(sys.executable)} -m memory_mcp merge-driver %O %A %B %P"
+    """What git runs per file: this interpreter, so the driver is the same install as the CLI that set it up;
+    `-P`: git starts it at the top of the work tree, whose own modules must not shadow ours or the stdlib's."""
+    return f"{shlex.quote(sys.executable)} -P -m memory_mcp merge-driver %O %A %B %P"
 
 
 def attribute_lines(prefix: str) -> list[str]:
