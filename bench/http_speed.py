@@ -10,6 +10,12 @@ recalls/s over all clients, p50/p95 latency per call. Then a mixed run: 16 clien
 remember (a unique marker word) and recall, after which every remembered memory must be found by its
 word from a fresh client (lost = 0). `uptime` is printed before and after: the machine may be shared.
 The clients run in this process, so they share the CPUs with the server: the figures are a lower bound.
+
+Because the load of a shared machine moves the wall-clock figures, each row also gives the CPU time per
+call of the server process (from /proc, Linux; "-" elsewhere) and of this client process: they change
+little with the load and say where a call's time goes. The row "http, 16 clients, read" calls
+memory_read of one memory instead: its server CPU per call is the transport's own cost (HTTP, the SDK's
+JSON-RPC handling, auth), so a recall's server CPU minus it is the recall itself.
 """
 
 from __future__ import annotations
@@ -66,6 +72,43 @@ class _http_client:
         await self.http.__aexit__(*exc)
 
 
+def cpu_seconds(pid: int) -> float | None:
+    """User + system CPU time of process `pid` so far (Linux /proc), None where that cannot be read."""
+    try:
+        fields = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()
+    except OSError:
+        return None
+    return (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")
+
+
+def child_pids() -> list[int]:
+    """This process's children (Linux /proc): how the stdio server's pid is found."""
+    me, out = os.getpid(), []
+    for entry in Path("/proc").glob("[0-9]*"):
+        try:
+            if int((entry / "stat").read_text().rsplit(")", 1)[1].split()[1]) == me:
+                out.append(int(entry.name))
+        except (OSError, ValueError, IndexError):
+            pass
+    return out
+
+
+class CpuWindow:
+    """CPU seconds spent by the server process and by this (client) process between start() and stop()."""
+
+    def __init__(self, server_pid: int | None) -> None:
+        self.server_pid = server_pid
+
+    def start(self) -> None:
+        self.s0 = cpu_seconds(self.server_pid) if self.server_pid else None
+        self.c0 = time.process_time()
+
+    def stop(self, calls: int) -> dict:
+        s1 = cpu_seconds(self.server_pid) if self.server_pid else None
+        server = (s1 - self.s0) / calls * 1000 if s1 is not None and self.s0 is not None and calls else None
+        return {"server_cpu": server, "client_cpu": (time.process_time() - self.c0) / max(calls, 1) * 1000}
+
+
 async def recall_for(client: mcp.Client, qs: list[str], offset: int, seconds: float, out: list[float]) -> None:
     end = time.perf_counter() + seconds
     i = offset
@@ -78,25 +121,45 @@ async def recall_for(client: mcp.Client, qs: list[str], offset: int, seconds: fl
         i += 1
 
 
-async def level(http: Http, clients: int, qs: list[str], seconds: float) -> dict:
+async def read_for(client: mcp.Client, mem_id: str, seconds: float, out: list[float]) -> None:
+    """memory_read of one memory's first lines, back to back: a call whose work is almost all transport."""
+    end = time.perf_counter() + seconds
+    while time.perf_counter() < end:
+        t0 = time.perf_counter()
+        r = await client.call_tool("memory_read", {"id": mem_id, "to_line": 3})
+        out.append(time.perf_counter() - t0)
+        if r.is_error:
+            raise SystemExit(f"read failed: {r.content}")
+
+
+async def level(
+    http: Http, clients: int, qs: list[str], seconds: float, cpu: CpuWindow, read_id: str | None = None
+) -> dict:
+    """`clients` sessions recalling (or, with `read_id`, reading that memory) back to back for `seconds`."""
     latencies: list[float] = []
 
     async def one(n: int) -> None:
         async with http.client() as c:
             await c.call_tool("memory_status", {})  # the session is open before the clock starts
             await ready.wait()
-            await recall_for(c, qs, n * 37, seconds, latencies)
+            if read_id is None:
+                await recall_for(c, qs, n * 37, seconds, latencies)
+            else:
+                await read_for(c, read_id, seconds, latencies)
 
     ready = anyio.Event()
     async with anyio.create_task_group() as tg:
         for n in range(clients):
             tg.start_soon(one, n)
         await anyio.sleep(1.0 + clients * 0.2)
+        cpu.start()
         t0 = time.perf_counter()
         ready.set()
     elapsed = time.perf_counter() - t0
-    return {"what": f"http, {clients} client(s)", "n": len(latencies), "rate": len(latencies) / elapsed,
-            "p50": pct(latencies, 0.50) * 1000, "p95": pct(latencies, 0.95) * 1000}  # fmt: skip
+    what = f"http, {clients} client(s)" + (", read" if read_id else "")
+    return {"what": what, "n": len(latencies), "rate": len(latencies) / elapsed,
+            "p50": pct(latencies, 0.50) * 1000, "p95": pct(latencies, 0.95) * 1000,
+            **cpu.stop(len(latencies))}  # fmt: skip
 
 
 async def stdio_level(store: Path, env: dict[str, str], qs: list[str], seconds: float) -> dict:
@@ -104,13 +167,18 @@ async def stdio_level(store: Path, env: dict[str, str], qs: list[str], seconds: 
         command=sys.executable, args=["-m", "memory_mcp", "--store", str(store)], env=env
     )
     latencies: list[float] = []
+    before = set(child_pids())
     async with mcp.Client(params) as c:
         await c.call_tool("memory_status", {})
+        spawned = set(child_pids()) - before
+        cpu = CpuWindow(spawned.pop() if len(spawned) == 1 else None)
+        cpu.start()
         t0 = time.perf_counter()
         await recall_for(c, qs, 0, seconds, latencies)
         elapsed = time.perf_counter() - t0
+        used = cpu.stop(len(latencies))
     return {"what": "stdio, 1 client", "n": len(latencies), "rate": len(latencies) / elapsed,
-            "p50": pct(latencies, 0.50) * 1000, "p95": pct(latencies, 0.95) * 1000}  # fmt: skip
+            "p50": pct(latencies, 0.50) * 1000, "p95": pct(latencies, 0.95) * 1000, **used}  # fmt: skip
 
 
 async def mixed(http: Http, clients: int, calls: int, qs: list[str]) -> tuple[int, int, int, float]:
@@ -145,6 +213,15 @@ async def mixed(http: Http, clients: int, calls: int, qs: list[str]) -> tuple[in
     return len(written), len(errors), lost, elapsed
 
 
+def first_id(store: Path) -> str:
+    """The id of the first generated memory (read from its file: the generator decides ids)."""
+    path = min((store / "memories").glob("*.md"))
+    for line in path.read_text(encoding="utf-8").splitlines():
+        if line.startswith("id:"):
+            return line.split(":", 1)[1].strip().strip("'\"")
+    raise SystemExit(f"no id in {path}")
+
+
 def uptime() -> str:
     return subprocess.run(["uptime"], capture_output=True, text=True).stdout.strip()
 
@@ -166,13 +243,19 @@ async def run(args: argparse.Namespace) -> None:
         qs = queries(500)
         print(f"load before: {uptime()}", flush=True)
         rows = [await stdio_level(store, env, qs, args.seconds)]
+        cpu = CpuWindow(proc.pid)
         for n in (1, 4, 16):
-            rows.append(await level(http, n, qs, args.seconds))
+            rows.append(await level(http, n, qs, args.seconds, cpu))
+        rows.append(await level(http, 16, qs, args.seconds, cpu, read_id=first_id(store)))
         print(f"load after:  {uptime()}")
-        print(f"\n{args.size} memories, recall limit 10, {args.seconds:g} s per row")
-        print(f"{'':<22}{'recalls':>9}{'recalls/s':>11}{'p50 ms':>9}{'p95 ms':>9}")
+        print(f"\n{args.size} memories, recall limit 10, {args.seconds:g} s per row; CPU = ms per call")
+        print(f"{'':<26}{'calls':>7}{'calls/s':>9}{'p50 ms':>9}{'p95 ms':>9}{'server CPU':>12}{'client CPU':>12}")
         for r in rows:
-            print(f"{r['what']:<22}{r['n']:>9}{r['rate']:>11.1f}{r['p50']:>9.1f}{r['p95']:>9.1f}")
+            server = "-" if r["server_cpu"] is None else f"{r['server_cpu']:.2f}"
+            print(
+                f"{r['what']:<26}{r['n']:>7}{r['rate']:>9.1f}{r['p50']:>9.1f}{r['p95']:>9.1f}"
+                f"{server:>12}{r['client_cpu']:>12.2f}"
+            )
         made, errors, lost, elapsed = await mixed(http, 16, args.mixed_calls, qs)
         print(
             f"\nmixed: 16 clients x {args.mixed_calls} calls (remember/recall alternating) in {elapsed:.1f} s: "

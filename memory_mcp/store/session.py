@@ -1,8 +1,8 @@
 """One open store: its index connection, its locks, its dictionary, and the reconcile-first rule.
 
 Every operation runs inside `StoreSession.transaction()`: a per-process lock (tool calls run in worker
-threads) plus a cross-process file lock (several servers and the CLI may share a store), then a
-reconcile so the answer reflects the canon as it is on disk right now.
+threads; granted in arrival order, `fair_lock.py`) plus a cross-process file lock (several servers and the
+CLI may share a store), then a reconcile so the answer reflects the canon as it is on disk right now.
 """
 
 from __future__ import annotations
@@ -10,7 +10,6 @@ from __future__ import annotations
 import os
 import sqlite3
 import stat
-import threading
 from collections.abc import Callable, Iterator, Sequence
 from contextlib import contextmanager
 from pathlib import Path
@@ -26,6 +25,7 @@ from ..index import vectors as vector_table
 from ..index.document_tables import has_doc_files
 from ..index.reads import memory_ids
 from .documents import DocumentSource, reconcile_documents
+from .fair_lock import FairLock
 from .lock import StoreLock
 from .paths import Store
 from .reconcile import StatGate, index_file, reconcile, reconcile_files
@@ -54,7 +54,8 @@ class StoreSession:
         self.sources = tuple(sources)
         self.chunk_chars = chunk_chars
         self.last_documents = DocumentsReport()
-        self._thread_lock = threading.RLock()
+        # calls of this process queue here in arrival order (many HTTP sessions: no call is overtaken)
+        self._thread_lock = FairLock()
         self._conn: sqlite3.Connection | None = None
         self._db_inode: int | None = None
         # (inode, size, mtime_ns) of the index file when this session last let go of it: a change seen at the
