@@ -22,10 +22,12 @@ from pathlib import Path
 from typing import Any
 
 import mcp
+import pytest
 from mcp.client.streamable_http import streamable_http_client
 from mcp.shared._httpx_utils import create_mcp_http_client
 from ruamel.yaml import YAML
 
+from memory_mcp.edges import cli
 from memory_mcp.edges.server import build_server
 from memory_mcp.tools.service import MemoryService
 
@@ -256,3 +258,21 @@ async def http_tools(server: HttpServer, mode: str = "auto", token: str | None =
     async with create_mcp_http_client(headers=headers) as http:
         async with mcp.Client(streamable_http_client(server.url, http_client=http), mode=mode) as client:
             yield Tools(client)
+
+
+@pytest.fixture(autouse=True)
+def no_user_settings(store: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """Import it into a test module whose CLI runs in process: no settings file from the developer's home."""
+    monkeypatch.setenv("HOME", str(store.parent))
+    monkeypatch.delenv("XDG_CONFIG_HOME", raising=False)
+    monkeypatch.delenv("MEMORY_MCP_ROOT", raising=False)
+
+
+def run_cli(store: Path, capsys: pytest.CaptureFixture[str], *args: str) -> tuple[int, str, str]:
+    """`memory-mcp --store STORE ARGS` in process: exit code, stdout, stderr."""
+    try:
+        code = cli.main(["--store", str(store), *args])
+    except SystemExit as exc:
+        code = exc.code
+    out, err = capsys.readouterr()
+    return code, out, err

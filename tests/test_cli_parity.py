@@ -13,25 +13,14 @@ from typing import Any
 import pytest
 
 from memory_mcp.domain.models import RecallResult
-from memory_mcp.edges import cli
 
-from .helpers import Tools, frontmatter, memory_tools
-
-
-@pytest.fixture(autouse=True)
-def _no_user_settings(store: Path, monkeypatch: pytest.MonkeyPatch) -> None:
-    monkeypatch.setenv("HOME", str(store.parent))
-    monkeypatch.delenv("XDG_CONFIG_HOME", raising=False)
-    monkeypatch.delenv("MEMORY_MCP_ROOT", raising=False)
-
-
-def run(store: Path, capsys: pytest.CaptureFixture[str], *args: str) -> tuple[int, str, str]:
-    try:
-        code = cli.main(["--store", str(store), *args])
-    except SystemExit as exc:
-        code = exc.code
-    out, err = capsys.readouterr()
-    return code, out, err
+from .helpers import (
+    Tools,
+    frontmatter,
+    memory_tools,
+    no_user_settings,  # noqa: F401 (an autouse fixture: pytest finds it here)
+)
+from .helpers import run_cli as run
 
 
 def ok(store: Path, capsys, *args: str) -> dict[str, Any]:

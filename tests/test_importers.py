@@ -17,25 +17,11 @@ import pytest
 from memory_mcp.canon import files as canon
 from memory_mcp.canon.dictionary import entity_key
 from memory_mcp.domain.models import Progress
-from memory_mcp.edges import cli
 from memory_mcp.importers.run import apply_import, plan_import
 from memory_mcp.tools.service import MemoryService
 
-
-@pytest.fixture(autouse=True)
-def _no_user_settings(store: Path, monkeypatch: pytest.MonkeyPatch) -> None:
-    monkeypatch.setenv("HOME", str(store.parent))  # no settings file from the developer's home
-    monkeypatch.delenv("XDG_CONFIG_HOME", raising=False)
-    monkeypatch.delenv("MEMORY_MCP_ROOT", raising=False)
-
-
-def run(store: Path, capsys: pytest.CaptureFixture[str], *args: str) -> tuple[int, str, str]:
-    try:
-        code = cli.main(["--store", str(store), *args])
-    except SystemExit as exc:
-        code = exc.code
-    out, err = capsys.readouterr()
-    return code, out, err
+from .helpers import no_user_settings  # noqa: F401 (an autouse fixture: pytest finds it here)
+from .helpers import run_cli as run
 
 
 def imported(store: Path, capsys: pytest.CaptureFixture[str], fmt: str, path: Path, *extra: str) -> dict[str, Any]:
