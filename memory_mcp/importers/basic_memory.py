@@ -14,16 +14,7 @@ import re
 from pathlib import Path
 
 from ..domain.text import fold_case
-from .notes import (
-    NoteError,
-    as_list,
-    display_name,
-    markdown_files,
-    outside_fences,
-    properties_line,
-    read_note,
-    title_and_body,
-)
+from .notes import as_list, outside_fences, properties_line, readable_notes, title_and_body
 from .records import IMPORT_TYPES, Draft, Link, Parsed
 
 FORMAT = "basic-memory"
@@ -37,24 +28,13 @@ TASK_BOXES = {" ", "x", "X"}  # `- [ ] todo` is a task list item, not an observa
 
 def parse(path: Path) -> Parsed:
     out = Parsed()
-    files = markdown_files(path)
-    if not files:
-        out.skip(str(path), "no Markdown (.md) notes here")
     names: dict[str, str] = {}  # title, permalink or file stem (case-folded) -> the note's key
     relations: list[tuple[str, str, str]] = []  # (note key, relation type, target)
-    for file in files:
-        name = display_name(file, path)
-        if file.suffix != ".md":
-            out.skip(name, "not a Markdown (.md) file")
-            continue
-        try:
-            note = read_note(file, name)
-        except NoteError as exc:
-            out.skip(name, str(exc))
-            continue
+    for note in readable_notes(path, out, "notes"):
+        name = note.name
         title, body = title_and_body(note)
         key = f"note:{name}"
-        for alias in (title, str(note.meta.get("permalink") or ""), file.stem):
+        for alias in (title, str(note.meta.get("permalink") or ""), note.path.stem):
             if alias:
                 names.setdefault(fold_case(alias), key)
         tags = as_list(note.meta.get("tags"))

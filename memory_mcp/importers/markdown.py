@@ -9,7 +9,7 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from .notes import NoteError, as_list, display_name, markdown_files, properties_line, read_note, title_and_body
+from .notes import as_list, properties_line, readable_notes, title_and_body
 from .records import Draft, Parsed
 
 FORMAT = "markdown"
@@ -17,19 +17,8 @@ FORMAT = "markdown"
 
 def parse(path: Path) -> Parsed:
     out = Parsed()
-    files = markdown_files(path)
-    if not files:
-        out.skip(str(path), "no Markdown (.md) files here")
-    for file in files:
-        name = display_name(file, path)
-        if file.suffix != ".md":
-            out.skip(name, "not a Markdown (.md) file")
-            continue
-        try:
-            note = read_note(file, name)
-        except NoteError as exc:
-            out.skip(name, str(exc))
-            continue
+    for note in readable_notes(path, out, "files"):
+        name = note.name
         title, body = title_and_body(note)
         if not body and not note.content.strip() and not note.meta:
             out.skip(name, "empty note")

@@ -8,12 +8,14 @@ from __future__ import annotations
 
 import os
 import re
+from collections.abc import Iterator
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
 from ..canon import files as canon
 from ..store.documents import chunk_text
+from .records import Parsed
 
 # a note larger than this is not a note (a memory body holds at most limits.max_body characters anyway)
 MAX_NOTE_BYTES = 4 * 1024 * 1024
@@ -90,6 +92,25 @@ def read_note(path: Path, name: str) -> Note:
     if not isinstance(meta, dict):
         raise NoteError("frontmatter is not a map of fields")
     return Note(path, name, canon.to_plain(dict(meta)), content, first_line)
+
+
+def readable_notes(root: Path, out: Parsed, what: str) -> Iterator[Note]:
+    """Every note under `root` that reads as one; each file that does not (or an empty folder: "no Markdown
+    (.md) `what` here") is reported as skipped in `out`."""
+    files = markdown_files(root)
+    if not files:
+        out.skip(str(root), f"no Markdown (.md) {what} here")
+    for file in files:
+        name = display_name(file, root)
+        if file.suffix != ".md":
+            out.skip(name, "not a Markdown (.md) file")
+            continue
+        try:
+            note = read_note(file, name)
+        except NoteError as exc:
+            out.skip(name, str(exc))
+            continue
+        yield note
 
 
 def sections(content: str, first_line: int = 1) -> list[Section]:
