@@ -25,7 +25,7 @@ from ruamel.yaml.nodes import MappingNode, Node, SequenceNode
 from ruamel.yaml.representer import RoundTripRepresenter
 from ruamel.yaml.scalarstring import DoubleQuotedScalarString, SingleQuotedScalarString
 
-from ..domain.fields import DATE_FIELDS, FIELD_ORDER, TIME_KEYS
+from ..domain.fields import COLUMNS, FIELD_ORDER, TIME_KEYS
 from ..domain.memory import ConflictRecord, Memory
 from ..domain.text import nfkc_casefold, squeeze
 from ..domain.vocabulary import MemoryType, State, Trust
@@ -343,8 +343,7 @@ def parse(data: bytes, fallback_title: str, fallback_time: str) -> Memory:
         source=_as_text(meta.get("source")),
         created=created,
         updated=_as_text(meta.get("updated")) or created,
-        superseded_at=_as_text(meta.get("superseded_at")) or None,
-        **{key: _as_text(meta.get(key)) or None for key in DATE_FIELDS},
+        **{key: _as_text(meta.get(key)) or None for key in COLUMNS},
         supersedes=link_ids(meta.get("supersedes"), "supersedes"),
         superseded_by=link_ids(meta.get("superseded_by"), "superseded_by"),
         related=link_ids(meta.get("related"), "related"),

@@ -58,6 +58,11 @@ class FieldSpec:
         return "--" + self.name.replace("_", "-")
 
     @property
+    def metavar(self) -> str:
+        """The CLI placeholder: a day's format, else TEXT."""
+        return "YYYY-MM-DD" if self.kind is Kind.DATE else "TEXT"
+
+    @property
     def help(self) -> str:
         """The CLI help: the description without its format prefix (`when to re-check it`)."""
         return self.description.split(": ", 1)[-1].rstrip(".")
@@ -121,6 +126,9 @@ BY_NAME = {f.name: f for f in FIELDS}
 FIELD_ORDER = tuple(f.name for f in FIELDS if f.leading)  # a new file's frontmatter order
 TIME_KEYS = tuple(f.name for f in FIELDS if f.kind in (Kind.TIME, Kind.DATE))  # written in one style
 DATE_FIELDS = tuple(f.name for f in FIELDS if f.kind is Kind.DATE)  # optional days: checked as YYYY-MM-DD
-COLUMNS = tuple(f.name for f in FIELDS if f.column)  # plain optional TEXT columns of the index's memory rows
+# the optional single values (domain/memory.py OptionalValues): plain TEXT columns of the index's memory rows
+COLUMNS = tuple(f.name for f in FIELDS if f.column)
 EDIT_FIELDS = tuple(f.name for f in FIELDS if f.edit)  # what memory_update op=edit may change (with title, body)
+# the optional values a caller sets: tool arguments, CLI flags and form fields derived from this table
+EDIT_VALUES = tuple(name for name in COLUMNS if BY_NAME[name].edit)
 FIELD_MERGE_RULES = {f.name: f.merge for f in FIELDS if f.merge is not DEFAULT_RULE}

@@ -3,7 +3,7 @@ git merge driver, a process per merged file) can load without the answers' model
 
 from __future__ import annotations
 
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, fields
 
 from .vocabulary import MemoryType, State, Trust
 
@@ -20,8 +20,24 @@ class ConflictRecord:
     note: str | None = None
 
 
+@dataclass(kw_only=True)
+class OptionalValues:
+    """The field table's optional single values (domain/fields.py `VALUES`: the index's plain columns), None when
+    the file has none. The one typed place that names them: the parsed file, the index row and the tool arguments
+    carry them as this record, and `tests/test_fields.py` holds it to the table."""
+
+    review_after: str | None = None
+    valid_from: str | None = None
+    valid_until: str | None = None
+    superseded_at: str | None = None  # when a supersede archived it (older files: None)
+
+    def given(self) -> dict[str, str]:
+        """The values that are set (a tool argument left out is None), by field name."""
+        return {f.name: v for f in fields(self) if (v := getattr(self, f.name)) is not None}
+
+
 @dataclass
-class Memory:
+class Memory(OptionalValues):
     """A parsed canon file. `body_line` is the 1-based file line where the body starts."""
 
     id: str
@@ -34,13 +50,9 @@ class Memory:
     source: str
     created: str
     updated: str
-    review_after: str | None
     supersedes: list[str]
     superseded_by: list[str]
     related: list[str] = field(default_factory=list)
-    valid_from: str | None = None  # the optional days of domain/fields.py (DATE_FIELDS)
-    valid_until: str | None = None
-    superseded_at: str | None = None  # when a supersede archived it (older files: None)
     conflicts: list[ConflictRecord] = field(default_factory=list)
     title_line: int = 1
     body_line: int = 1

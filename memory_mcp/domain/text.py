@@ -17,6 +17,7 @@ from functools import lru_cache
 
 HANGUL = re.compile(r"[\uac00-\ud7a3]")  # a precomposed Hangul syllable
 _WORD = re.compile(r"\w+", re.UNICODE)
+_SHARP_S = re.compile("[ßẞ]")
 
 # SQLite's side of the comparison: FTS5's word tokenizer folds case and (remove_diacritics 2) drops
 # diacritics as `fold` does; the trigram tokenizer folds case only, code point by code point (index/bm25.py
@@ -76,9 +77,13 @@ def fold(text: str) -> str:
     change are decomposed: ASCII and Hangul syllables (which NFKD would split into jamo and NFC put
     back) pass through untouched, which keeps recall fast on Korean and English text.
     """
-    text = text.casefold()
     if text.isascii():
-        return text
+        return text.lower()  # the same as casefold on ASCII, and quicker
+    if "ß" in text or "ẞ" in text:
+        # SQLite folds ß one to one (ẞ → ß) where casefold makes "ss": the index would never match the query
+        text = "ß".join(part.casefold() for part in _SHARP_S.split(text))
+    else:
+        text = text.casefold()
     try:
         return _FOLD_RUN.sub(_fold_run, text)
     except _Recompose:

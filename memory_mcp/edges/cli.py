@@ -18,7 +18,8 @@ from pydantic import BaseModel
 
 from ..config import ConfigError, Settings, describe, load_settings
 from ..domain.errors import InputError, MemoryMcpError
-from ..domain.fields import BY_NAME, DATE_FIELDS
+from ..domain.fields import BY_NAME, EDIT_VALUES
+from ..domain.memory import OptionalValues
 from ..domain.models import (
     ChainLink,
     ForgetAnswer,
@@ -209,8 +210,8 @@ def build_parser() -> argparse.ArgumentParser:
         "--entity", action="append", dest="entities", default=[], metavar="E", help="what it is about (repeatable)"
     )
     m.add_argument("--source", metavar="S", help="where it came from (a conversation, a URL, a file)")
-    for name in DATE_FIELDS:
-        m.add_argument(BY_NAME[name].flag, metavar="YYYY-MM-DD", help=BY_NAME[name].help)
+    for spec in map(BY_NAME.get, EDIT_VALUES):
+        m.add_argument(spec.flag, metavar=spec.metavar, help=spec.help)
     m.add_argument("--supersedes", action="append", default=[], metavar="ID", help="an id it replaces (repeatable)")
     m.add_argument(
         "--private",
@@ -300,8 +301,8 @@ def _change_commands(command) -> None:
         "--entity", action="append", dest="entities", metavar="E", help="edit: the entities, all of them (repeatable)"
     )
     u.add_argument("--source", help="edit: where it came from")
-    for name in DATE_FIELDS:
-        u.add_argument(BY_NAME[name].flag, metavar="YYYY-MM-DD", help=f"edit: {BY_NAME[name].help} ('' clears it)")
+    for spec in map(BY_NAME.get, EDIT_VALUES):
+        u.add_argument(spec.flag, metavar=spec.metavar, help=f"edit: {spec.help} ('' clears it)")
     u.add_argument("--expected-sha256", metavar="HEX", help="edit: refuse if the file changed since it was read")
     u.add_argument("--by", metavar="ID", help="supersede: the id of the memory replacing this one")
     u.add_argument("--state", choices=STATES, help="set-state: the target state")
@@ -330,13 +331,18 @@ def _run_change(service: MemoryService, args: argparse.Namespace, scope: str | N
         return EXIT_OK
     body = sys.stdin.read() if args.body == "-" else args.body
     answer = service.update(
-        _tool_word(args.op), args.id, args.title, body, args.type, args.trust, args.entities, args.source,
-        args.review_after, args.state, args.reason, args.by, args.other_id, args.pair_hash,
-        _tool_word(args.resolution), args.winner, args.note, args.expected_sha256, scope=scope,
-        valid_from=args.valid_from, valid_until=args.valid_until,
+        _tool_word(args.op), args.id, title=args.title, body=body, type=args.type, trust=args.trust,
+        entities=args.entities, source=args.source, state=args.state, reason=args.reason, by=args.by,
+        other_id=args.other_id, pair_hash=args.pair_hash, resolution=_tool_word(args.resolution), winner=args.winner,
+        note=args.note, expected_sha256=args.expected_sha256, scope=scope, values=_values(args),
     )  # fmt: skip
     _emit(answer, args.json, _update_text)
     return EXIT_OK
+
+
+def _values(args: argparse.Namespace) -> OptionalValues:
+    """The optional values given as flags (`--review-after`, `--valid-until`, ...)."""
+    return OptionalValues(**{name: getattr(args, name) for name in EDIT_VALUES})
 
 
 def _update_text(a: UpdateAnswer) -> str:
@@ -536,12 +542,10 @@ def _run(service: MemoryService, args: argparse.Namespace) -> int:
             args.trust,
             args.entities,
             args.source,
-            args.review_after,
             args.supersedes,
             scope=args.scope,
             private=args.private,
-            valid_from=args.valid_from,
-            valid_until=args.valid_until,
+            values=_values(args),
         )
         for made in new_stores:
             print(f"memory-mcp: created a new store at {made.root}", file=sys.stderr)

@@ -8,6 +8,7 @@ schemas without titles or `null` arms, one description per field, recall's text 
 from __future__ import annotations
 
 import functools
+import inspect
 from collections.abc import Callable
 from typing import Annotated, Any, Literal, ParamSpec, TypeVar
 
@@ -24,7 +25,8 @@ from pydantic.json_schema import GenerateJsonSchema, JsonSchemaValue
 from pydantic_core import core_schema
 
 from ..domain.errors import InputError, MemoryMcpError
-from ..domain.fields import BY_NAME, EDIT_FIELDS
+from ..domain.fields import BY_NAME, EDIT_FIELDS, EDIT_VALUES
+from ..domain.memory import OptionalValues
 from ..domain.models import (
     ForgetAnswer,
     Progress,
@@ -193,6 +195,35 @@ def _described(name: str) -> Any:
     return Field(description=BY_NAME[name].description)
 
 
+def _value_args(described: bool) -> Callable[[Callable[P, R]], Callable[P, R]]:
+    """A handler taking `**values` gets one argument per optional value the field table lets a caller set
+    (`fields.EDIT_VALUES`: review_after, valid_from, ...) in its published signature, after `source`: the tool's
+    input schema is derived from the table, and the handler passes them on as `OptionalValues`. `described`:
+    with the table's descriptions (memory_update names them in its own description: the model reads it once)."""
+
+    def derive(fn: Callable[P, R]) -> Callable[P, R]:
+        signature = inspect.signature(fn, eval_str=True)
+        params = list(signature.parameters.values())
+        values = [p for p in params if p.kind is inspect.Parameter.VAR_KEYWORD]
+        if [p.name for p in values] != ["values"]:
+            raise TypeError(f"{fn.__name__}: a handler with value arguments takes **values")
+        params.remove(values[0])
+        at = [p.name for p in params].index("source") + 1
+        params[at:at] = [
+            inspect.Parameter(
+                name,
+                params[at - 1].kind,
+                default=None,
+                annotation=Annotated[str | None, _described(name)] if described else str | None,
+            )
+            for name in EDIT_VALUES
+        ]
+        fn.__signature__ = signature.replace(parameters=params)  # type: ignore[attr-defined]
+        return fn
+
+    return derive
+
+
 def build_server(
     service: MemoryService, token_verifier: TokenVerifier | None = None, auth: AuthSettings | None = None
 ) -> MCPServer:
@@ -203,6 +234,7 @@ def build_server(
     tool = registry.tool
 
     @tool("Remember", ToolAnnotations(read_only_hint=False, idempotent_hint=True), REMEMBER)
+    @_value_args(described=True)
     def memory_remember(
         title: Annotated[str, Field(description="One line; becomes the file's # heading.")],
         body: Annotated[str, Field(description="Markdown; the first paragraph is the recall excerpt.")],
@@ -210,9 +242,6 @@ def build_server(
         trust: TrustName = "agent-inferred",
         entities: list[str] | None = None,
         source: Annotated[str | None, _described("source")] = None,
-        review_after: Annotated[str | None, _described("review_after")] = None,
-        valid_from: Annotated[str | None, _described("valid_from")] = None,
-        valid_until: Annotated[str | None, _described("valid_until")] = None,
         supersedes: Annotated[list[str] | None, Field(description="Ids it replaces (they are archived).")] = None,
         store: Annotated[StoreArg, Field(description="Every tool: a sibling store's name (not a path).")] = None,
         scope: Annotated[
@@ -224,10 +253,11 @@ def build_server(
         private: Annotated[
             bool, Field(description="This machine only (`sync: local`): never synced, may hold a secret.")
         ] = False,
+        **values: str | None,
     ) -> Annotated[CallToolResult, RememberAnswer]:
         answer = service.remember(
-            title, body, type, trust, entities, source, review_after, supersedes, store=store, scope=scope,
-            private=private, valid_from=valid_from, valid_until=valid_until,
+            title, body, type, trust, entities, source, supersedes, store=store, scope=scope, private=private,
+            values=OptionalValues(**values),
         )  # fmt: skip
         return CallToolResult(
             content=[TextContent(type="text", text=remember_text(answer))],
@@ -278,6 +308,7 @@ def build_server(
         return service.read(id, path, from_line, to_line, store=store, scope=scope)
 
     @tool("Update", writes, UPDATE)
+    @_value_args(described=False)
     def memory_update(
         op: UpdateOp,
         id: str | None = None,
@@ -287,9 +318,6 @@ def build_server(
         trust: TrustName | None = None,
         entities: list[str] | None = None,
         source: str | None = None,
-        review_after: str | None = None,
-        valid_from: str | None = None,
-        valid_until: str | None = None,
         state: StateName | None = None,
         reason: str | None = None,
         by: str | None = None,
@@ -301,11 +329,12 @@ def build_server(
         expected_sha256: str | None = None,
         store: StoreArg = None,
         scope: ScopeArg = None,
+        **values: str | None,
     ) -> UpdateAnswer:
         return service.update(
-            op, id, title, body, type, trust, entities, source, review_after, state, reason, by, other_id,
-            pair_hash, resolution, winner, note, expected_sha256, store=store, scope=scope,
-            valid_from=valid_from, valid_until=valid_until,
+            op, id, title=title, body=body, type=type, trust=trust, entities=entities, source=source, state=state,
+            reason=reason, by=by, other_id=other_id, pair_hash=pair_hash, resolution=resolution, winner=winner,
+            note=note, expected_sha256=expected_sha256, store=store, scope=scope, values=OptionalValues(**values),
         )  # fmt: skip
 
     @tool("Forget", ToolAnnotations(read_only_hint=False, destructive_hint=True), FORGET)

@@ -18,6 +18,7 @@ from typing import NamedTuple
 
 from ..canon.files import norm_hash, now_iso
 from ..domain.fields import COLUMNS
+from ..domain.memory import OptionalValues
 from ..domain.models import Memory
 from ..domain.text import FTS_TRIGRAM_TOKENIZER, FTS_WORD_TOKENIZER
 
@@ -209,6 +210,22 @@ def migrate(conn: sqlite3.Connection) -> None:
                 conn.execute(statement)
             version += 1
             conn.execute("UPDATE meta SET value = ? WHERE key = 'schema_version'", (str(version),))
+    if version == SCHEMA_VERSION:
+        _add_field_columns(conn)
+
+
+def _add_field_columns(conn: sqlite3.Connection) -> None:
+    """A plain column the field table declares (`COLUMNS`) and this index lacks is added, and every file is
+    re-read once (only the canon holds its values): a new field needs no schema version of its own."""
+    have = {row[1] for row in conn.execute("PRAGMA table_info(memories)")}
+    missing = [name for name in COLUMNS if name not in have]
+    if not have or not missing:
+        return
+    with atomic(conn):
+        for name in missing:
+            conn.execute(f"ALTER TABLE memories ADD COLUMN {name} TEXT")
+        conn.execute("UPDATE files SET mtime_ns = -1, sha256 = ''")
+        conn.execute("DELETE FROM meta WHERE key = 'scan_digest'")
 
 
 def schema_problem(conn: sqlite3.Connection, integrity: bool = True) -> str | None:
@@ -442,7 +459,7 @@ def put_memory(conn: sqlite3.Connection, path: str, mem: Memory, entities: list[
 
 
 @dataclass
-class IndexedMemory:
+class IndexedMemory(OptionalValues):
     rowid: int
     id: str
     path: str
@@ -463,17 +480,15 @@ class IndexedMemory:
     body_line: int
     norm_hash: str
     body_sha: str
-    # the field table's plain columns (domain/fields.py COLUMNS), in its order
-    review_after: str | None = None
-    valid_from: str | None = None
-    valid_until: str | None = None
-    superseded_at: str | None = None
+    # and the field table's plain columns (OptionalValues), selected last in its order
 
 
-_COLUMNS = (
+_CORE_COLUMNS = (
     "rowid, id, path, type, state, trust, title, body, excerpt, source, created, updated, "
-    "entities, supersedes, superseded_by, related, title_line, body_line, norm_hash, body_sha, " + ", ".join(COLUMNS)
+    "entities, supersedes, superseded_by, related, title_line, body_line, norm_hash, body_sha"
 )
+_CORE = _CORE_COLUMNS.count(",") + 1
+_COLUMNS = ", ".join([_CORE_COLUMNS, *COLUMNS])
 
 
 def _indexed(row: sqlite3.Row | tuple) -> IndexedMemory:
@@ -481,7 +496,7 @@ def _indexed(row: sqlite3.Row | tuple) -> IndexedMemory:
     for i in (12, 13, 14, 15):
         # most of these lists are empty: "[]" skips the JSON decoder (a recall reads ~100 rows, 4 lists each)
         values[i] = [] if values[i] == "[]" else json.loads(values[i])
-    return IndexedMemory(*values)
+    return IndexedMemory(*values[:_CORE], **dict(zip(COLUMNS, values[_CORE:], strict=True)))
 
 
 def get_memory(conn: sqlite3.Connection, *, mem_id: str | None = None, path: str | None = None):

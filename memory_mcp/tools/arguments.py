@@ -1,4 +1,4 @@
-"""Checks of enum and date arguments, shared by the operations that take them."""
+"""Checks of enum, date and optional-value arguments, shared by the operations that take them."""
 
 from __future__ import annotations
 
@@ -6,6 +6,9 @@ from datetime import date
 from typing import Any
 
 from ..domain.errors import InputError
+from ..domain.fields import BY_NAME, EDIT_VALUES, Kind
+from ..domain.memory import OptionalValues
+from ..domain.textinput import check_text
 
 
 def check_date(value: str | None, name: str) -> str | None:
@@ -17,7 +20,7 @@ def check_date(value: str | None, name: str) -> str | None:
         raise InputError(f"{name}: '{value}' is not a date (YYYY-MM-DD)") from None
 
 
-def check_dates(values: dict[str, str | None], before: dict[str, str | None] | None = None) -> dict[str, str | None]:
+def _check_dates(values: dict[str, str | None], before: dict[str, str | None] | None = None) -> dict[str, str | None]:
     """The optional days of a memory (`fields.DATE_FIELDS`) as given, each checked; `valid_until` before
     `valid_from` (either given, the other as the file has it in `before`) is refused naming the field."""
     checked = {name: check_date(value, name) for name, value in values.items() if value is not None}
@@ -27,6 +30,22 @@ def check_dates(values: dict[str, str | None], before: dict[str, str | None] | N
         name = "valid_until" if "valid_until" in checked else "valid_from"
         raise InputError(f"{name}: valid_until {end} is before valid_from {start}")
     return checked
+
+
+def check_values(values: OptionalValues | None, before: OptionalValues | None = None) -> dict[str, str | None]:
+    """The optional values a caller set (`fields.EDIT_VALUES`), each checked as its kind says, by field name;
+    '' clears a value (None). A value the caller may not set is refused naming it."""
+    given = values.given() if values is not None else {}
+    for name in given:
+        if name not in EDIT_VALUES:
+            raise InputError(f"{name}: is written by the server, not set by a caller")
+    day_fields = [n for n in EDIT_VALUES if BY_NAME[n].kind is Kind.DATE]
+    checked = _check_dates(
+        {n: v for n, v in given.items() if n in day_fields},
+        {n: getattr(before, n) for n in day_fields} if before is not None else None,
+    )
+    checked |= {n: check_text(v, n).strip() or None for n, v in given.items() if n not in day_fields}
+    return {n: checked[n] for n in EDIT_VALUES if n in checked}  # in the table's order
 
 
 def word_arg(value: str, allowed: tuple[str, ...], name: str) -> str:

@@ -6,7 +6,7 @@ from pathlib import Path
 
 from ..canon import files as canon
 from ..domain.errors import InputError
-from ..domain.fields import DATE_FIELDS
+from ..domain.fields import EDIT_VALUES
 from ..domain.models import BrowseAnswer, EditableMemory, MemoryItem, StoreInfo
 from ..domain.vocabulary import MemoryType, State, Trust
 from ..index import db as ix
@@ -95,7 +95,7 @@ def editable(svc: ServiceState, id: str, store: str | None = None, scope: str | 
             trust=parsed.trust.value,
             entities=parsed.entities,
             source=parsed.source,
-            **{name: getattr(parsed, name) for name in DATE_FIELDS},
+            **{name: getattr(parsed, name) for name in EDIT_VALUES},
         )
 
 

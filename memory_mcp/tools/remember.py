@@ -10,6 +10,7 @@ from ulid import ULID
 
 from ..canon import files as canon
 from ..domain.errors import InputError, NotFoundError
+from ..domain.memory import OptionalValues
 from ..domain.models import RememberAnswer
 from ..domain.secrets import refuse_secrets
 from ..domain.vocabulary import MemoryType, State, Trust
@@ -19,7 +20,7 @@ from ..search.conflicts import (
     find_neighbours,
 )
 from ..store.paths import Store
-from .arguments import check_dates, enum_arg
+from .arguments import check_values, enum_arg
 from .links import link_entry, link_supersede
 from .state import ServiceState
 
@@ -32,19 +33,17 @@ def remember(
     trust: str = "agent-inferred",
     entities: list[str] | None = None,
     source: str | None = None,
-    review_after: str | None = None,
     supersedes: list[str] | None = None,
     store: str | None = None,
     scope: str | None = None,
     private: bool = False,
-    valid_from: str | None = None,
-    valid_until: str | None = None,
+    values: OptionalValues | None = None,
 ) -> RememberAnswer:
     title, body = svc.limits.title(title), svc.limits.body(body)
     mem_type = enum_arg(MemoryType, type, "type")
     mem_trust = enum_arg(Trust, trust, "trust")
     entities, source = svc.limits.entities(entities), svc.limits.source(source)
-    dates = check_dates({"review_after": review_after, "valid_from": valid_from, "valid_until": valid_until})
+    values_set = check_values(values)
     supersedes = list(dict.fromkeys(supersedes or []))
     if not private:  # a private memory (`sync: local`) never leaves this machine: it may hold anything
         refuse_secrets({"title": title, "body": body, "source": source})
@@ -108,7 +107,7 @@ def remember(
             "source": source or None,
             "created": now,
             "updated": now,
-            **dates,
+            **values_set,
             "supersedes": [link_entry(svc, o.id, o.path) for o in olds],
             "superseded_by": [],
         }

@@ -3,13 +3,14 @@
 from __future__ import annotations
 
 import dataclasses
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Any
 
 from ..canon import files as canon
 from ..domain.errors import AlreadyDoneError, InputError, NotFoundError, StaleWriteError
-from ..domain.fields import DATE_FIELDS, EDIT_FIELDS
+from ..domain.fields import EDIT_FIELDS
 from ..domain.lifecycle import check_editable, check_transition
+from ..domain.memory import OptionalValues
 from ..domain.models import UpdateAnswer
 from ..domain.secrets import refuse_secrets
 from ..domain.textinput import check_optional
@@ -18,7 +19,7 @@ from ..index import db as ix
 from ..index import reads
 from ..store.scopes import Opened, locate, merged_report
 from ..store.session import StoreSession
-from .arguments import check_dates, enum_arg, word_arg
+from .arguments import check_values, enum_arg, word_arg
 from .links import chain, link_entry, link_supersede
 from .state import ServiceState
 
@@ -33,7 +34,7 @@ class UpdateRequest:
     trust: str | None = None
     entities: list[str] | None = None
     source: str | None = None
-    review_after: str | None = None
+    values: OptionalValues = field(default_factory=OptionalValues)  # review_after, valid_from, ...
     state: str | None = None
     reason: str | None = None
     by: str | None = None
@@ -43,29 +44,24 @@ class UpdateRequest:
     winner: str | None = None
     note: str | None = None
     expected_sha256: str | None = None
-    valid_from: str | None = None
-    valid_until: str | None = None
 
     def stray(self, op: str) -> list[str]:
         """The fields given that `op` does not take."""
-        return [
-            f.name
-            for f in dataclasses.fields(self)
-            if getattr(self, f.name) is not None and f.name not in UPDATE_OP_FIELDS[op]
-        ]
+        given = [f.name for f in dataclasses.fields(self) if f.name != "values" and getattr(self, f.name) is not None]
+        return [name for name in [*given, *self.values.given()] if name not in UPDATE_OP_FIELDS[op]]
 
 
 def update(
     svc: ServiceState,
     op: str,
     id: str | None = None,
+    *,
     title: str | None = None,
     body: str | None = None,
     type: str | None = None,
     trust: str | None = None,
     entities: list[str] | None = None,
     source: str | None = None,
-    review_after: str | None = None,
     state: str | None = None,
     reason: str | None = None,
     by: str | None = None,
@@ -77,17 +73,15 @@ def update(
     expected_sha256: str | None = None,
     store: str | None = None,
     scope: str | None = None,
-    valid_from: str | None = None,
-    valid_until: str | None = None,
+    values: OptionalValues | None = None,
 ) -> UpdateAnswer:
     """Change a memory in whichever scope holds it (ids it refers to must be in the same scope)."""
     word_arg(op, UPDATE_OPS, "op")
     reason, note = check_optional(reason, "reason"), check_optional(note, "note")
     request = UpdateRequest(
         title=title, body=body, type=type, trust=trust, entities=entities, source=source,
-        review_after=review_after, state=state, reason=reason, by=by, other_id=other_id,
+        values=values or OptionalValues(), state=state, reason=reason, by=by, other_id=other_id,
         pair_hash=pair_hash, resolution=resolution, winner=winner, note=note, expected_sha256=expected_sha256,
-        valid_from=valid_from, valid_until=valid_until,
     )  # fmt: skip
     stray = request.stray(op)
     if stray:
@@ -148,8 +142,7 @@ def _edit(
         fields["entities"] = s.dictionary.normalise(svc.limits.entities(entities))
     if source is not None:
         fields["source"] = svc.limits.source(source)
-    before = {name: getattr(mem, name) for name in DATE_FIELDS}
-    fields.update(check_dates({name: getattr(request, name) for name in DATE_FIELDS}, before))
+    fields.update(check_values(request.values, before=mem))
     new_title = svc.limits.title(title) if title is not None else None
     new_body = svc.limits.body(body) if body is not None else None
     if not fields and new_title is None and new_body is None:

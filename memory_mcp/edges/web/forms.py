@@ -5,6 +5,7 @@ from __future__ import annotations
 from typing import Any
 
 from ...domain import fields
+from ...domain.memory import OptionalValues
 from ...domain.models import EditableMemory
 
 EDIT_FIELDS = ("title", "body", *fields.EDIT_FIELDS)
@@ -19,7 +20,7 @@ def values_of(m: EditableMemory) -> dict[str, str]:
         "trust": m.trust,
         "entities": ", ".join(m.entities),
         "source": m.source,
-        **{name: getattr(m, name) or "" for name in fields.DATE_FIELDS},
+        **{name: getattr(m, name) or "" for name in fields.EDIT_VALUES},
     }
 
 
@@ -38,4 +39,5 @@ def changes(current: EditableMemory, submitted: dict[str, str]) -> dict[str, Any
                 out[key] = entities_of(new)
         elif new != before[key].strip():
             out[key] = new
-    return out
+    values = {key: out.pop(key) for key in fields.EDIT_VALUES if key in out}
+    return out | ({"values": OptionalValues(**values)} if values else {})

@@ -14,7 +14,7 @@ from typing import Any
 from jinja2 import Environment, PackageLoader, StrictUndefined
 from markupsafe import Markup
 
-from ...domain.fields import DATE_FIELDS
+from ...domain.fields import BY_NAME, EDIT_VALUES, Kind
 from ...domain.models import MemoryType, State, Trust
 from .guard import LOOPBACK
 
@@ -80,7 +80,8 @@ ENV.globals.update(
     plural=plural,
     search_steps=search_steps,
     memory_types=[t.value for t in MemoryType],
-    date_fields=DATE_FIELDS,
+    # the edit form's optional values: (name, input type) from the field table
+    value_inputs=[(name, "date" if BY_NAME[name].kind is Kind.DATE else "text") for name in EDIT_VALUES],
     trusts=[t.value for t in Trust],
     state_tabs=[("", "All"), *((s.value, s.value.capitalize()) for s in State)],
     zip=zip,
