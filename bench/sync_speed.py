@@ -7,16 +7,16 @@ Builds (in a temp folder) a bare remote and two clones: the sender writes the ne
 pushes; then two identical copies of the receiver take them, one with `git pull`, one with
 `memory-mcp sync` (its index warm first, as on a machine in use). Prints the total sync time split into git
 (fetch, merge, push, status, commit) and our own work (everything else: staging decisions, summaries, the
-reconcile of what arrived), and the driver's cost per file measured the way git runs it (the configured
-command, `store.sync.driver_command`, through the shell: a process per file, on a memory edited on both
-sides). `--both-edited N`: the receiver also edits N of the sender's edited memories before it syncs, so
-the driver runs N times inside that sync. All figures are from this run; nothing is asserted.
+reconcile of what arrived), and the merge of a file changed on both sides two ways: inside `sync` (in its own
+process, `memory_merges`) and as the git merge driver a plain `git pull` runs in a `git-setup` repository (the
+configured command, `store.sync.driver_command`, through the shell: a process per file). `--both-edited N`:
+the receiver also edits N of the sender's edited memories before it syncs, so N files are merged both ways
+(the plain pull runs the driver N times). All figures are from this run; nothing is asserted.
 """
 
 from __future__ import annotations
 
 import argparse
-import json
 import os
 import resource
 import shutil
@@ -28,7 +28,7 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
-from memory_mcp.store.sync import SPOOL_ENV, SyncOptions, driver_command  # noqa: E402
+from memory_mcp.store.sync import SyncOptions, driver_command  # noqa: E402
 from memory_mcp.tools.service import MemoryService  # noqa: E402
 
 WORDS = "postgres redis kafka deploy staging backup replica latency cache queue alice marco infra billing".split()
@@ -120,10 +120,10 @@ def run(tmp: Path, args: argparse.Namespace) -> None:
     print(f"| of which our work (staging checks, summaries, reindex {answer.reindex_seconds:.2f} s) | {ours:.2f} |")
     print(f"| of which reindex | {answer.reindex_seconds:.2f} |")
     print(f"| sync beyond plain pull | {total - pull_s:.2f} |")
-    print(f"| merge driver calls in this sync | {answer.driver_calls} |")
-    print(
-        f"| inside those driver processes (imports + merge; git's time includes them) | {answer.driver_seconds:.2f} |"
-    )
+    print(f"| files changed on both sides, merged in the sync process | {answer.memory_merges} |")
+    if answer.memory_merges:
+        per_file = answer.merge_seconds / answer.memory_merges * 1000
+        print(f"| those merges (in process, git's line merge included), per file | {per_file:.1f} ms |")
     driver(tmp, args.driver_files)
 
 
@@ -136,19 +136,16 @@ def driver(tmp: Path, files: int) -> None:
     ours = memory(1, "Body 1, ours.\n\nMiddle.\n\nEnd.", "2026-02-01T00:00:00Z").replace("[", "[staging, ", 1)
     theirs = memory(1, "Body 1.\n\nMiddle.\n\nEnd, theirs.", "2026-03-01T00:00:00Z")
     command = driver_command().replace("%O", "O").replace("%A", "A").replace("%B", "B").replace("%P", "memories/m.md")
-    spool = work / "spool.jsonl"
-    env = {**os.environ, SPOOL_ENV: str(spool)}
     times, cpu = [], []
     for _ in range(files):
         for name, text in (("O", base), ("A", ours), ("B", theirs)):
             (work / name).write_text(text)
         before = resource.getrusage(resource.RUSAGE_CHILDREN)
         started = time.perf_counter()
-        subprocess.run(command, shell=True, cwd=work, check=True, env=env)
+        subprocess.run(command, shell=True, cwd=work, check=True)
         times.append(time.perf_counter() - started)
         after = resource.getrusage(resource.RUSAGE_CHILDREN)
         cpu.append(after.ru_utime + after.ru_stime - before.ru_utime - before.ru_stime)
-    inside = sorted(json.loads(line)["seconds"] for line in spool.read_text().splitlines())
     python = []
     for _ in range(10):
         started = time.perf_counter()
@@ -163,7 +160,6 @@ def driver(tmp: Path, files: int) -> None:
     print(
         f"| CPU per file (user + system, shell included; steadier than wall time on a busy machine), median | {_ms(cpu, 0.5)} ms |"
     )
-    print(f"| of which inside the driver (imports + merge + write), median | {_ms(inside, 0.5)} ms |")
     print(f"| bare `python -c pass` start, median | {_ms(python, 0.5)} ms |")
 
 

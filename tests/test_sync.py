@@ -90,7 +90,7 @@ def test_updated_takes_the_later_time_and_one_sided_fields_take_that_side(pair) 
     replace_in(b.memories / NAME, "trust: user-stated", "trust: agent-inferred")
     replace_in(b.memories / NAME, "updated: 2026-01-01T00:00:00Z", "updated: 2026-02-01T00:00:00Z")
     out = b.sync()
-    assert out["driver_calls"] == 1 and out["surfaced"] == []
+    assert out["memory_merges"] == 1 and out["surfaced"] == []
     converge(a, b)
     text = (a.memories / NAME).read_text()
     assert "type: decision" in text and "trust: agent-inferred" in text
@@ -133,7 +133,7 @@ def test_body_edits_on_different_lines_merge_cleanly(pair) -> None:
     a.sync()
     replace_in(b.memories / NAME, "Owner: infra.", "Owner: platform.")
     out = b.sync()
-    assert out["surfaced"] == [] and out["driver_calls"] == 1
+    assert out["surfaced"] == [] and out["memory_merges"] == 1
     converge(a, b)
     text = (a.memories / NAME).read_text()
     assert "5434" in text and "Owner: platform." in text
@@ -217,14 +217,14 @@ def test_dictionary_takes_the_union_of_aliases(pair) -> None:
     assert "<<<" not in text
 
 
-def test_a_failing_driver_never_leaves_markers_sync_keeps_both(pair) -> None:
+def test_a_failing_merge_never_leaves_markers_sync_keeps_both(pair) -> None:
     a, b = pair
-    # ours is not a memory any more (broken YAML): the driver refuses, sync keeps both versions
+    # ours is not a memory any more (broken YAML): the memory-aware merge refuses, sync keeps both versions
     replace_in(a.memories / NAME, "type: fact", "type: [fact")
     a.sync()
     replace_in(b.memories / NAME, "Owner: infra.", "Owner: ops.")
     out = b.sync()
-    assert any("merge driver failed; kept both" in note for note in out["surfaced"])
+    assert any("memory-aware merge failed" in note and "kept both versions" in note for note in out["surfaced"])
     converge(a, b, clean=False)  # A's broken file stays A's broken file (listed as unparseable), never a marker
     texts = [d.decode() for d in a.files().values()]
     assert len(texts) == 2 and any("Owner: ops." in t for t in texts) and any("type: [fact" in t for t in texts)

@@ -8,14 +8,13 @@ an internal error an exit code git sees.
 
 from __future__ import annotations
 
-import json
 import os
 import re
 import subprocess
 import sys
 from pathlib import Path
 
-from memory_mcp.store.sync import SPOOL_ENV, driver_command
+from memory_mcp.store.sync import driver_command
 
 from .sync_support import REPO
 
@@ -111,13 +110,11 @@ def test_older_configured_commands_still_merge_alike(tmp_path: Path) -> None:
     _merged_ok(tmp_path / "0")
 
 
-def test_an_internal_error_exits_non_zero_and_is_spooled(tmp_path: Path) -> None:
+def test_an_internal_error_exits_non_zero_and_leaves_ours(tmp_path: Path) -> None:
     broken = "---\nid: [unclosed\n---\n\n# Broken\n"  # ours is not a memory: the driver cannot merge it
     _versions(tmp_path, ours=broken)
-    spool = tmp_path / "spool.jsonl"
-    done = _run_as_git(tmp_path, driver_command(), _env() | {SPOOL_ENV: str(spool)})
+    done = _run_as_git(tmp_path, driver_command(), _env())
     assert done.returncode == 1
     assert "memory-mcp merge-driver: memories/postgres-backups.md" in done.stderr
     assert (tmp_path / ".ours").read_text(encoding="utf-8") == broken  # ours left as it was, for git
-    (record,) = [json.loads(line) for line in spool.read_text(encoding="utf-8").splitlines()]
-    assert record["path"] == "memories/postgres-backups.md" and record["error"]
+    assert list((tmp_path / "memories").iterdir()) == []  # nothing added beside it

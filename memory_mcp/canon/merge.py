@@ -136,7 +136,7 @@ def keep_both(ours: bytes, theirs: bytes, name_taken: Callable[[str], bool]) -> 
     try:
         t = _read(theirs, "theirs")
     except MergeError:
-        return MergeOutcome(ours, [ExtraFile(_free_name("unmerged", name_taken), theirs)], ["kept an unparseable side"])
+        return MergeOutcome(ours, [ExtraFile(free_name("unmerged", name_taken), theirs)], ["kept an unparseable side"])
     try:
         same = _read(ours, "ours").id == t.id
     except MergeError:
@@ -281,13 +281,13 @@ def _clash_copy(loser: _Side, original_id: str, detected: str, name_taken: Calla
         [CommentedMap([("with", original_id), ("status", "open"), ("detected", detected), ("note", CLASH_REASON)])]
     )
     title = _title(loser.content) or original_id
-    name = _free_name(f"{canon.slugify(title)}-{new_id[-6:].lower()}", name_taken)
+    name = free_name(f"{canon.slugify(title)}-{new_id[-6:].lower()}", name_taken)
     return ExtraFile(name, _compose(meta, loser.content))
 
 
 def _as_extra(side: _Side, name_taken: Callable[[str], bool]) -> ExtraFile:
     title = _title(side.content) or side.id
-    return ExtraFile(_free_name(f"{canon.slugify(title)}-{side.id[-6:].lower()}", name_taken), side.raw)
+    return ExtraFile(free_name(f"{canon.slugify(title)}-{side.id[-6:].lower()}", name_taken), side.raw)
 
 
 def _title(content: str) -> str:
@@ -297,7 +297,18 @@ def _title(content: str) -> str:
     return ""
 
 
-def _free_name(stem: str, name_taken: Callable[[str], bool]) -> str:
+def same_copy(held: bytes, made: bytes) -> bool:
+    """A file already under a copy's name is that copy: the same bytes, or the same memory id (the other side
+    settled the same clash first: a copy's id is derived from what it copies, so both sides make the same)."""
+    if held == made:
+        return True
+    try:
+        return _read(held, "held").id == _read(made, "made").id
+    except MergeError:
+        return False
+
+
+def free_name(stem: str, name_taken: Callable[[str], bool]) -> str:
     name, n = f"{stem}.md", 2
     while name_taken(name):
         name, n = f"{stem}-{n}.md", n + 1

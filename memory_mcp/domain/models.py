@@ -560,8 +560,8 @@ class SyncAnswer(BaseModel):
     setup: list[str] = Field(default_factory=list, description="What set-up changed (git init, attributes, driver).")
     pushed: bool
     push_attempts: int
-    driver_calls: int
-    driver_seconds: float
+    memory_merges: int = Field(description="Files changed on both sides that the memory-aware merge settled.")
+    merge_seconds: float
     git_seconds: float
     reindex_seconds: float
     seconds: float

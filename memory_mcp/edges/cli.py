@@ -673,7 +673,7 @@ def _sync_text(a: SyncAnswer) -> str:
     if a.index is not None:
         lines.extend(_index_lines(a.index))
     lines.append(
-        f"-- {a.seconds:.2f} s (git {a.git_seconds:.2f} s, merge driver {a.driver_calls} call(s), index {a.reindex_seconds:.2f} s)"
+        f"-- {a.seconds:.2f} s (git {a.git_seconds:.2f} s, {a.memory_merges} memory merge(s), index {a.reindex_seconds:.2f} s)"
     )
     return "\n".join(lines)
 

@@ -2,9 +2,9 @@
 
 git runs it once per file changed on both sides, from the top of the work tree, and reads the result from
 %A. It exits 0 with the merged file, or 1 on any internal error (git then marks the file conflicted with ours
-in place, never stuck; `sync` resolves such a file by keeping both). Files it adds beside the merged one (a
-kept second memory) are written into the work tree; under `sync` it also appends what it did to the spool
-file `sync` names in MEMORY_MCP_MERGE_SPOOL, so the merge commit includes them and the report tells them.
+in place, never stuck). Files it adds beside the merged one (a kept second memory) are written into the work
+tree. This is the path of a plain `git pull`/`merge`/`rebase` in a repository `git-setup` configured; `sync`
+merges the same files with the same code (`canon/merge.py`) in its own process instead of a process per file.
 
 Started as `python -P -m memory_mcp merge-driver` (`store/sync.driver_command`), which runs `run` below
 and imports only this module's few needs: a process per file, so no CLI, service, pydantic, MCP SDK or PyYAML
@@ -15,13 +15,9 @@ and imports only this module's few needs: a process per file, so no CLI, service
 from __future__ import annotations
 
 import gc
-import json
 import os
 import sys
-import time
 from pathlib import Path, PurePosixPath
-
-SPOOL_ENV = "MEMORY_MCP_MERGE_SPOOL"
 
 
 def run(argv: list[str]) -> None:
@@ -35,15 +31,13 @@ def run(argv: list[str]) -> None:
 
 
 def main(argv: list[str]) -> int:
-    started = time.perf_counter()
     if len(argv) != 4:
         print("usage: memory-mcp merge-driver BASE OURS THEIRS PATH (git's %O %A %B %P)", file=sys.stderr)
         return 2
     base_file, ours_file, theirs_file, rel = argv
-    record: dict[str, object] = {"path": rel, "extra": [], "notes": []}
     try:
         # imported here, after `run` turned the collector off, and inside the guard: a broken install is an
-        # internal error like any other (exit 1, spooled), never a stuck merge
+        # internal error like any other (exit 1), never a stuck merge
         from ..canon import files as canon
         from ..canon import merge
         from ..store.git import merge_lines
@@ -57,23 +51,10 @@ def main(argv: list[str]) -> int:
             outcome = merge.merge_memory(
                 base, ours, theirs, merge_lines, name_taken=lambda name: os.path.lexists(folder / name)
             )
-        spool = os.environ.get(SPOOL_ENV)
         for extra in outcome.extra:
-            extra_rel = (PurePosixPath(rel).parent / extra.name).as_posix()
-            # under sync, added files wait beside the spool: the same copy may be arriving from the other side
-            # (a clash already settled there), and git must not find it in its way
-            canon.atomic_write(Path(spool + ".files", extra_rel) if spool else folder / extra.name, extra.data)
-            record["extra"].append(extra_rel)  # type: ignore[union-attr]
+            canon.atomic_write(folder / extra.name, extra.data)
         Path(ours_file).write_bytes(outcome.data)
-        record["notes"] = outcome.notes
-        code = 0
+        return 0
     except Exception as exc:  # whatever happens, git must not be left stuck: say why, exit non-zero
         print(f"memory-mcp merge-driver: {rel}: {type(exc).__name__}: {exc}", file=sys.stderr)
-        record["error"] = f"{type(exc).__name__}: {exc}"
-        code = 1
-    record["seconds"] = round(time.perf_counter() - started, 6)
-    spool = os.environ.get(SPOOL_ENV)
-    if spool:
-        with open(spool, "a", encoding="utf-8") as fh:
-            fh.write(json.dumps(record, ensure_ascii=False) + "\n")
-    return code
+        return 1

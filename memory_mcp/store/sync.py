@@ -10,13 +10,10 @@ ever keeps a conflict marker and no edit is lost. A failed merge is aborted: not
 
 from __future__ import annotations
 
-import json
 import os
 import shlex
-import shutil
 import socket
 import sys
-import tempfile
 import time
 from collections.abc import Callable
 from dataclasses import dataclass, field
@@ -24,11 +21,10 @@ from pathlib import Path, PurePosixPath
 
 from ..canon import files as canon
 from ..canon import merge
-from .git import Git, GitFailedError, GitSetupError, check_version, git_binary, work_tree_of
+from .git import Git, GitFailedError, GitSetupError, check_version, git_binary, merge_lines, work_tree_of
 from .paths import GITIGNORE
 
 DRIVER = "memory-mcp"
-SPOOL_ENV = "MEMORY_MCP_MERGE_SPOOL"  # the same name the driver reads (edges/merge_driver.py)
 CANON_NAMES = ("memories", "dictionary.md", "config.toml")
 PUSH_ATTEMPTS = 4
 TITLES_SHOWN = 10
@@ -80,8 +76,8 @@ class SyncResult:
     setup: list[str] = field(default_factory=list)  # what set-up changed (attributes, driver config, init)
     pushed: bool = False
     push_attempts: int = 0
-    driver_calls: int = 0
-    driver_seconds: float = 0.0  # inside the driver processes (their Python start-up not included)
+    memory_merges: int = 0  # files changed on both sides that the memory-aware merge settled
+    merge_seconds: float = 0.0
     git_seconds: float = 0.0
     seconds: float = 0.0
 
@@ -408,16 +404,18 @@ def _merge(git: Git, remote_ref: str, paths: list[str], branch: str, result: Syn
 
 
 def _true_merge(git: Git, remote_ref: str, prefix: str, result: SyncResult) -> None:
-    fd, spool = tempfile.mkstemp(prefix="memory-mcp-spool-", suffix=".jsonl")
-    os.close(fd)
     extra: list[str] = []
     untracked_before = _untracked(git, prefix)
+    # names a copy made by this merge must not take: what this side held before the merge
+    held = untracked_before | set(git.text("ls-files", "--", prefix + "memories").splitlines())
     try:
         done = git.run(
             "-c",
             "merge.renames=false",
+            # files changed on both sides are left unmerged for `_resolve_unmerged`, which merges them in this
+            # process: the configured driver would start a Python per file (~65 ms each)
             "-c",
-            f"merge.{DRIVER}.driver={driver_command()}",
+            f"merge.{DRIVER}.driver=false",
             "merge",
             "-q",
             "--no-ff",
@@ -432,20 +430,10 @@ def _true_merge(git: Git, remote_ref: str, prefix: str, result: SyncResult) -> N
             "no-renames",
             remote_ref,
             check=False,
-            env={SPOOL_ENV: spool},
         )
-        records = [json.loads(line) for line in Path(spool).read_text(encoding="utf-8").splitlines() if line]
-        for record in records:
-            extra += record.get("extra", [])
-            result.notes += record.get("notes", [])
-            result.driver_calls += 1
-            result.driver_seconds += record.get("seconds", 0.0)
         if done.returncode not in (0, 1) or not (git.root / ".git" / "MERGE_HEAD").exists():
             raise GitFailedError(f"git merge failed: {' / '.join(done.stderr.decode().strip().splitlines()[-3:])}")
-        arrived = _place_spooled(git, Path(spool + ".files"), extra)
-        result.notes += [f"{p}: the other side already holds this copy" for p in arrived]
-        extra = [p for p in extra if p not in arrived]
-        extra += _resolve_unmerged(git, prefix, result.notes)
+        extra += _resolve_unmerged(git, prefix, result, held)
         present = [p for p in dict.fromkeys(extra) if (git.root / p).exists()]
         if present:
             git.with_paths(["add", "-f"], present)
@@ -455,30 +443,13 @@ def _true_merge(git: Git, remote_ref: str, prefix: str, result: SyncResult) -> N
     except BaseException:
         if (git.root / ".git" / "MERGE_HEAD").exists():
             git.run("merge", "--abort", check=False)
-        # files this merge left behind (the driver's additions, a half-written checkout): the canon as it was
+        # files this merge left behind (copies it added, a half-written checkout): the canon as it was
         for path in set(extra) | (_untracked(git, prefix) - untracked_before):
             full = git.root / path
             if full.exists() and not git.ok("ls-files", "--error-unmatch", path):
                 full.unlink()
         raise
-    finally:
-        Path(spool).unlink(missing_ok=True)
-        shutil.rmtree(spool + ".files", ignore_errors=True)
-    result.driver_seconds = round(result.driver_seconds, 4)
-
-
-def _place_spooled(git: Git, folder: Path, extra: list[str]) -> set[str]:
-    """Move the files the driver added into the work tree; those the merge already brought stay out."""
-    arrived = set()
-    for rel in extra:
-        source, target = folder / rel, git.root / rel
-        if not source.exists():
-            continue
-        if target.exists():
-            arrived.add(rel)
-            continue
-        canon.atomic_write(target, source.read_bytes())
-    return arrived
+    result.merge_seconds = round(result.merge_seconds, 4)
 
 
 def _untracked(git: Git, prefix: str) -> set[str]:
@@ -486,8 +457,13 @@ def _untracked(git: Git, prefix: str) -> set[str]:
     return {p.decode("utf-8") for p in out.split(b"\0") if p}
 
 
-def _resolve_unmerged(git: Git, prefix: str, notes: list[str]) -> list[str]:
-    """Settle every path git left unmerged without writing a marker; returns files added beside them."""
+def _resolve_unmerged(git: Git, prefix: str, result: SyncResult, held: set[str]) -> list[str]:
+    """Settle every path git left unmerged without writing a marker; returns files added beside them.
+
+    A memory file or dictionary.md changed on both sides goes through the memory-aware merge (`canon/merge.py`,
+    the same code the git driver runs) here, in this process; should it fail, both versions are kept. A copy it
+    adds takes a name this side did not hold (`held`); when the other side already sent that same copy (the
+    clash was settled there first), it is not written twice."""
     out = git.run("ls-files", "-u", "-z").stdout.split(b"\0")
     stages: dict[str, dict[int, str]] = {}
     for entry in out:
@@ -497,18 +473,40 @@ def _resolve_unmerged(git: Git, prefix: str, notes: list[str]) -> list[str]:
         _mode, sha, stage = info.split()
         stages.setdefault(path, {})[int(stage)] = sha
     added: list[str] = []
+    notes = result.notes
+    data = git.blobs([sha for have in stages.values() for sha in have.values()])  # one `cat-file --batch`
     for path, have in stages.items():
         full = git.root / path
-        blobs = {n: git.run("cat-file", "blob", sha).stdout for n, sha in have.items()}
+        blobs = {n: data[sha] or b"" for n, sha in have.items()}
         memoryish = _is_memory_path(path, prefix) or path == prefix + "dictionary.md"
         if 2 in blobs and 3 in blobs and memoryish:
-            folder = full.parent
-            outcome = merge.keep_both(blobs[2], blobs[3], name_taken=lambda n, f=folder: os.path.lexists(f / n))
+            folder, parent = full.parent, PurePosixPath(path).parent
+            taken = lambda n, parent=parent: (parent / n).as_posix() in held  # noqa: E731
+            started = time.perf_counter()
+            try:
+                if path == prefix + "dictionary.md":
+                    outcome = merge.merge_dictionary(blobs.get(1), blobs[2], blobs[3], merge_lines)
+                else:
+                    outcome = merge.merge_memory(blobs.get(1), blobs[2], blobs[3], merge_lines, name_taken=taken)
+                notes += outcome.notes
+            except Exception as exc:  # like the driver: no failure may leave the merge stuck or lose a side
+                outcome = merge.keep_both(blobs[2], blobs[3], name_taken=taken)
+                notes += [f"{path}: the memory-aware merge failed ({type(exc).__name__}: {exc}); kept both versions"]
+                notes += outcome.notes
+            result.memory_merges += 1
+            result.merge_seconds += time.perf_counter() - started
             canon.atomic_write(full, outcome.data)
             for file in outcome.extra:
-                canon.atomic_write(folder / file.name, file.data)
-                added.append((PurePosixPath(path).parent / file.name).as_posix())
-            notes += [f"{path}: the merge driver failed; kept both versions"] + outcome.notes
+                rel = (parent / file.name).as_posix()
+                target = folder / file.name
+                if target.exists() and merge.same_copy(target.read_bytes(), file.data):
+                    notes.append(f"{rel}: the other side already holds this copy")
+                    continue
+                if target.exists():  # another file under the name: the copy takes a free one
+                    name = merge.free_name(file.name.removesuffix(".md"), lambda n, f=folder: os.path.lexists(f / n))
+                    target, rel = folder / name, (parent / name).as_posix()
+                canon.atomic_write(target, file.data)
+                added.append(rel)
         elif 2 in blobs and 3 in blobs:
             canon.atomic_write(full, blobs[2])
             notes.append(f"{path}: changed on both machines; kept this machine's version (the other is in git history)")

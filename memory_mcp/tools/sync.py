@@ -41,8 +41,8 @@ def sync(
         setup=result.setup,
         pushed=result.pushed,
         push_attempts=result.push_attempts,
-        driver_calls=result.driver_calls,
-        driver_seconds=result.driver_seconds,
+        memory_merges=result.memory_merges,
+        merge_seconds=result.merge_seconds,
         git_seconds=result.git_seconds,
         reindex_seconds=reindex_seconds,
         seconds=round(result.seconds + reindex_seconds, 4),
@@ -57,8 +57,8 @@ def _fold(result: git_sync.SyncResult, again: git_sync.SyncResult) -> None:
     result.notes += again.notes
     result.pushed = result.pushed or again.pushed
     result.push_attempts += again.push_attempts
-    result.driver_calls += again.driver_calls
-    result.driver_seconds += again.driver_seconds
+    result.memory_merges += again.memory_merges
+    result.merge_seconds += again.merge_seconds
     result.git_seconds += again.git_seconds
     result.seconds += again.seconds
 
