@@ -398,3 +398,22 @@ async def test_a_possible_conflict_is_answered_and_written_nowhere(tools: Tools,
     assert possible["kind"] == "possible-conflict" and "only one of them is negated" in possible["reasons"]
     assert "conflicts" not in frontmatter(store / none["path"])
     assert (await tools.status())["unresolved_conflicts_total"] == 0
+
+
+@pytest.mark.anyio
+async def test_a_change_cue_points_at_the_closest_attribute_as_a_possible_conflict(tools: Tools, store: Path) -> None:
+    # pair by pair, "incident(s)" is one word of three: too few to call it the same attribute; among the
+    # payments memories it is the only one about incidents, and the new one says it changed: a possible conflict
+    rota = await _say(tools, "Sara leads the payments incident rotation", "payments-api", "sara")
+    p99 = await _say(tools, "Payments API p99 latency target is 300 ms", "payments-api")
+    go = await _say(tools, "Payments API is written in Go 1.22", "payments-api")
+    omar = await _say(tools, "Payments incidents are now handled by Omar and his squad", "payments-api", "omar")
+    assert omar["conflicts"] == []  # a suspicion is answered, never written
+    kinds = {r["id"]: r["kind"] for r in omar["related"]}
+    assert kinds == {rota["id"]: "possible-conflict", p99["id"]: "related", go["id"]: "related"}
+    why = next(r["reasons"] for r in omar["related"] if r["id"] == rota["id"])
+    assert why[0] == "possible conflict: a change cue, and the closest attribute among its neighbours"
+    assert "conflicts" not in frontmatter(store / omar["path"])
+    # without a cue the same words are only related: nothing says who handles incidents changed
+    weekly = await _say(tools, "Omar and his squad review payments incidents weekly", "payments-api", "omar")
+    assert {r["id"]: r["kind"] for r in weekly["related"]}[rota["id"]] == "related"

@@ -463,6 +463,7 @@ def find_neighbours(
         judged.append((mem, old, assess(new, old, near_text, broad)))
     if embed is not None:
         judged = _weigh_with_embeddings(new, judged, near_text, broad, embed)
+    judged = _closest_attribute_with_a_cue(new, judged, broad)
     found = Neighbours()
     kind_rank = {NEIGHBOUR_DUPLICATE: 2, NEIGHBOUR_POSSIBLE: 1, NEIGHBOUR_RELATED: 0}
 
@@ -509,6 +510,49 @@ def find_neighbours(
             )
         )
     return found
+
+
+def _closest_attribute_with_a_cue(
+    new: Statement, judged: list[tuple[ix.IndexedMemory, Statement, Assessment]], broad: frozenset[str]
+) -> list[tuple[ix.IndexedMemory, Statement, Assessment]]:
+    """A new statement that says it changes something ("switched", "now", "no longer", "took over") and that no
+    pairwise test matched: the one neighbour about the closest attribute is what it most likely changes. Judged
+    among the neighbours, not pair by pair: the words two statements of one attribute share are too few for an
+    absolute threshold ("editor theme … light mode" / "a dark theme everywhere"), but more than any other
+    neighbour shares. Returned as a possible conflict, never written: a cue and a best match are a suspicion."""
+    a = claim_of(new)
+    if not (a.cues or a.negated) or any(v.conflict or v.kind != NEIGHBOUR_RELATED for _, _, v in judged):
+        return judged
+    scored: list[tuple[int, int]] = []
+    for i, (mem, old, verdict) in enumerate(judged):
+        shared = set(new.entities) & set(mem.entities)
+        if not shared - broad or old.type in EVENT_TYPES or not (verdict.judged or a.cues):
+            continue
+        b = claim_of(old)
+        new_words = frozenset(a.words - b.entity_words - b.names)
+        old_words = frozenset(b.words - a.entity_words - a.names)
+        changed, agreed = _values_compared(a, b)  # a value of one kind in both ("Fridays" / "Friday") counts too
+        kinds = [k for k in changed + agreed if k != "number"]
+        scored.append((len(_matched(new_words, old_words)) + len(kinds), i))
+    scored.sort(reverse=True)
+    if not scored or scored[0][0] == 0 or (len(scored) > 1 and scored[1][0] == scored[0][0]):
+        return judged
+    i = scored[0][1]
+    mem, old, verdict = judged[i]
+    why = (
+        "a change cue, and the closest attribute among its neighbours"
+        if a.cues
+        else "a negation, and the closest attribute among its neighbours"
+    )
+    out = list(judged)
+    out[i] = (
+        mem,
+        old,
+        Assessment(
+            False, [f"possible conflict: {why}", *verdict.reasons], verdict.text_similarity, NEIGHBOUR_POSSIBLE, True
+        ),
+    )
+    return out
 
 
 def _search_words(s: Statement) -> set[str]:
