@@ -12,6 +12,7 @@ from pathlib import Path
 import pytest
 
 from memory_mcp.domain.models import Memory, MemoryType, State, Trust
+from memory_mcp.domain.text import FTS_WORD_TOKENIZER
 from memory_mcp.index import db
 from memory_mcp.index import vectors as vector_table
 from memory_mcp.search.planner import Filters, plan_and_fetch, terms_of, word_match
@@ -150,3 +151,29 @@ def test_once_all_terms_found_enough_the_trigram_leg_is_left_out(tmp_path: Path)
 def _ids(c: sqlite3.Connection, plan) -> set[str]:
     marks = ",".join("?" * len(plan.candidates))
     return {r[0] for r in c.execute(f"SELECT id FROM memories WHERE rowid IN ({marks})", list(plan.candidates))}
+
+
+def test_a_query_word_is_also_searched_as_the_index_tokenizer_folds_it() -> None:
+    # `fold` drops the Greek tonos and maps full-width letters and ligatures; SQLite's word tokenizer keeps them,
+    # so the planner also searches the word in the tokenizer's own form (asked of SQLite, per character)
+    (omega,) = terms_of("Ωμέγα")
+    assert (omega.text, omega.typed) == ("ωμεγα", "ωμέγα")
+    assert word_match([omega], all_terms=True) == '("ωμεγα" * OR "ωμέγα" *)'
+    assert [t.typed for t in terms_of("ｆｕｌｌ ﬁnance café Straße plain 한국어")] == [
+        "ｆｕｌｌ",
+        "ﬁnance",
+        None,
+        None,
+        None,
+        None,
+    ]
+
+
+def test_the_word_tokenizer_keeps_every_hangul_syllable_whole_and_as_it_is() -> None:
+    # what lets word_tokenizer_fold skip asking SQLite about Hangul: one query there may hold hundreds of them
+    syllables = [chr(c) for c in range(0xAC00, 0xD7A4)]
+    conn = sqlite3.connect(":memory:")
+    conn.execute(f"CREATE VIRTUAL TABLE t USING fts5 (x, tokenize = '{FTS_WORD_TOKENIZER}')")
+    conn.execute("CREATE VIRTUAL TABLE v USING fts5vocab (t, 'row')")
+    conn.execute("INSERT INTO t (x) VALUES (?)", (" ".join(syllables),))
+    assert sorted(row[0] for row in conn.execute("SELECT term FROM v")) == syllables

@@ -129,6 +129,7 @@ class Term:
     stem: str  # prefix the word leg searches with
     variants: list[str] = field(default_factory=list)  # dictionary expansions (canonical entities)
     root: str | None = None  # English verb root (`verb_root`): a substring for the trigram leg and coverage
+    typed: str | None = None  # the word as the index's tokenizer folds it, where that is not `fold`'s ("ωμέγα")
 
 
 def stem(term: str) -> str:

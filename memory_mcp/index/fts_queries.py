@@ -6,6 +6,7 @@ clause over alias `m` with its parameters, and every user term arrives as a boun
 
 from __future__ import annotations
 
+import re
 import sqlite3
 import threading
 from collections.abc import Iterable, Sequence
@@ -59,35 +60,59 @@ def any_in_state(conn: sqlite3.Connection, state: str) -> bool:
     return conn.execute("SELECT 1 FROM memories WHERE state = ? LIMIT 1", (state,)).fetchone() is not None
 
 
-# ---------------------------------------------------------------- which characters the word leg keeps in a word
+# ---------------------------------------------------------------- how the word leg's tokenizer reads a character
 
 WORD_TOKENIZER = FTS_WORD_TOKENIZER  # the word tables' tokenizer, declared once in domain/text.py
-_IN_WORD: dict[str, bool] = {}  # character → whether the word tokenizer keeps it inside a word
+_IN_WORD: dict[str, str | None] = {}  # character → what the word tokenizer makes of it inside a word (None: a split)
 _WORD_PROBE: list[sqlite3.Connection] = []
 _WORD_PROBE_LOCK = threading.Lock()  # sessions of two scopes may serve calls on two threads
+_HANGUL_SYLLABLE = re.compile("[\uac00-\ud7a3]")  # kept whole and as is by the tokenizer (tests/test_unit_search_index.py)
+
+
+def _probe(chars: Iterable[str]) -> None:
+    """Ask SQLite itself, once per character, what the word tables' tokenizer makes of `x?x`: one token (the
+    character kept inside a word, folded its way) or two (a split). Its Unicode tables are not Python's."""
+    unknown = {c for c in chars if c not in _IN_WORD and c != "\x00"}
+    if not unknown:
+        return
+    with _WORD_PROBE_LOCK:
+        if not _WORD_PROBE:
+            probe = sqlite3.connect(":memory:", isolation_level=None, check_same_thread=False)
+            probe.execute(f"CREATE VIRTUAL TABLE word USING fts5 (t, tokenize = '{WORD_TOKENIZER}')")
+            probe.execute("CREATE VIRTUAL TABLE word_at USING fts5vocab (word, 'instance')")
+            _WORD_PROBE.append(probe)
+        probe = _WORD_PROBE[0]
+        order = sorted(unknown)
+        probe.executemany("INSERT INTO word (rowid, t) VALUES (?, ?)", [(n, f"x{c}x") for n, c in enumerate(order, 1)])
+        try:
+            found: dict[int, list[str]] = {}
+            for doc, term in probe.execute("SELECT doc, term FROM word_at"):
+                found.setdefault(doc, []).append(term)
+        finally:
+            probe.execute("DELETE FROM word")
+        for n, c in enumerate(order, 1):
+            terms = found.get(n, [])
+            _IN_WORD[c] = terms[0][1:-1] if len(terms) == 1 else None
 
 
 def word_tokenizer_joins(chars: Iterable[str]) -> set[str]:
-    """Those of `chars` the word tables' tokenizer keeps inside a word (`x?x` is one token), asked of SQLite
-    itself once per character: its Unicode tables are not Python's (an unassigned code point, a combining
-    mark), and a query must split its words where the index did."""
+    """Those of `chars` the word tables' tokenizer keeps inside a word (`x?x` is one token): a query must split
+    its words where the index did (an unassigned code point, a combining mark)."""
     chars = set(chars)
-    unknown = {c for c in chars if c not in _IN_WORD and c != "\x00"}
-    if unknown:
-        with _WORD_PROBE_LOCK:
-            if not _WORD_PROBE:
-                probe = sqlite3.connect(":memory:", isolation_level=None, check_same_thread=False)
-                probe.execute(f"CREATE VIRTUAL TABLE word USING fts5 (t, tokenize = '{WORD_TOKENIZER}')")
-                probe.execute("CREATE VIRTUAL TABLE word_at USING fts5vocab (word, 'instance')")
-                _WORD_PROBE.append(probe)
-            probe = _WORD_PROBE[0]
-            order = sorted(unknown)
-            rows = [(n, f"x{c}x") for n, c in enumerate(order, 1)]
-            probe.executemany("INSERT INTO word (rowid, t) VALUES (?, ?)", rows)
-            try:
-                tokens = dict(probe.execute("SELECT doc, count(*) FROM word_at GROUP BY doc"))
-            finally:
-                probe.execute("DELETE FROM word")
-            for n, c in enumerate(order, 1):
-                _IN_WORD[c] = tokens.get(n) == 1
-    return {c for c in chars if _IN_WORD.get(c)}
+    _probe(chars)
+    return {c for c in chars if _IN_WORD.get(c) is not None}
+
+
+def word_tokenizer_fold(word: str) -> str:
+    """`word` as the word tables' tokenizer folds it (its case folding, its diacritics: Greek tonos kept, a
+    full-width letter or a ligature kept as it is), a split as a space. Where this differs from
+    `domain.text.fold`, the planner searches for this form too, or the index's token is never met."""
+    if word.isascii():
+        return word.lower()
+    _probe(c for c in set(word) if not c.isascii() and not _HANGUL_SYLLABLE.match(c))
+    return "".join(
+        c.lower()
+        if c.isascii() or _HANGUL_SYLLABLE.match(c)
+        else (_IN_WORD.get(c) if _IN_WORD.get(c) is not None else " ")
+        for c in word
+    )

@@ -23,7 +23,7 @@ from ..domain.text import Term, fold, stem, verb_root
 from ..domain.text import words as split_words
 from ..index import reads
 from ..index.bm25 import exact_bm25
-from ..index.fts_queries import any_in_state, fts_scores, like_rowids, word_tokenizer_joins
+from ..index.fts_queries import any_in_state, fts_scores, like_rowids, word_tokenizer_fold, word_tokenizer_joins
 
 CANDIDATES_PER_LEG = DEFAULT.candidates_per_leg  # the default; plans use RankingConstants.candidates_per_leg
 MAX_QUERY_CHARS = 2000
@@ -49,10 +49,13 @@ def words_of(query: str) -> list[str]:
 
 def terms_of(query: str, dictionary: EntityDictionary | None = None) -> list[Term]:
     seen: dict[str, Term] = {}
-    for w in map(fold, words_of(query[:MAX_QUERY_CHARS])):
-        w = w.replace("_", "")
+    for word in words_of(query[:MAX_QUERY_CHARS]):
+        w = fold(word).replace("_", "")
         if w and w not in seen:
-            seen[w] = Term(text=w, stem=stem(w), root=verb_root(w))
+            # where SQLite folds the word otherwise (Greek tonos kept, a full-width letter or a ligature as it
+            # is), its own form is searched too: the index holds that token, never `fold`'s
+            typed = word_tokenizer_fold(word).replace("_", "").strip()
+            seen[w] = Term(text=w, stem=stem(w), root=verb_root(w), typed=typed if typed and typed != w else None)
     terms = list(seen.values())
     if dictionary is not None:
         for canonical in dictionary.expand_query_terms([t.text for t in terms]):
@@ -71,7 +74,7 @@ def _quote(text: str) -> str:
 
 
 def _word_group(t: Term) -> str:
-    options = [_quote(t.stem) + " *"]
+    options = [_quote(t.stem) + " *"] + ([_quote(t.typed) + " *"] if t.typed else [])
     for v in t.variants:
         options.extend(_quote(part) + " *" for part in v.split("-") if part)
     return options[0] if len(options) == 1 else "(" + " OR ".join(options) + ")"
@@ -102,6 +105,7 @@ def trigram_phrases(terms: list[Term], phrase: str) -> list[str]:
     parts = {t.text for t in terms if len(t.text) >= 3}
     parts |= {t.stem for t in terms if len(t.stem) >= 3}
     parts |= {t.root for t in terms if t.root}
+    parts |= {t.typed for t in terms if t.typed and len(t.typed) >= 3}
     for t in terms:
         parts |= {v for v in t.variants if len(v) >= 3}
     folded_phrase = " ".join(fold(w) for w in split_words(phrase))
