@@ -66,7 +66,9 @@ WORD_TOKENIZER = FTS_WORD_TOKENIZER  # the word tables' tokenizer, declared once
 _IN_WORD: dict[str, str | None] = {}  # character → what the word tokenizer makes of it inside a word (None: a split)
 _WORD_PROBE: list[sqlite3.Connection] = []
 _WORD_PROBE_LOCK = threading.Lock()  # sessions of two scopes may serve calls on two threads
-_HANGUL_SYLLABLE = re.compile("[\uac00-\ud7a3]")  # kept whole and as is by the tokenizer (tests/test_unit_search_index.py)
+_HANGUL_SYLLABLE = re.compile(
+    "[\uac00-\ud7a3]"
+)  # kept whole and as is by the tokenizer (tests/test_unit_search_index.py)
 
 
 def _probe(chars: Iterable[str]) -> None:
