@@ -34,6 +34,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass, field
 
 from ..domain.text import FTS_TRIGRAM_TOKENIZER
+from .fts_queries import tokenizer_probe
 
 K1 = 1.2
 B = 0.75
@@ -109,7 +110,6 @@ _FOLD: dict[int, int] = {c: c + 32 for c in range(ord("A"), ord("Z") + 1)}
 _KNOWN: set[str] = set()
 # a character outside ASCII and the known ones whose fold is lower()'s: such a text takes the slow way
 _NOT_LOWER: list[re.Pattern[str]] = [re.compile(r"[^\x00-\x7f]")]
-_PROBE: list[sqlite3.Connection] = []
 _PROBE_LOCK = threading.Lock()  # sessions of two scopes may serve calls on two threads
 
 
@@ -117,19 +117,14 @@ def _learn_folds(chars: set[str]) -> None:
     """Ask an in-memory trigram table how it folds these characters (each at its own token position)."""
     if not chars:
         return  # another thread learnt them meanwhile
-    if not _PROBE:
-        probe = sqlite3.connect(":memory:", isolation_level=None, check_same_thread=False)
-        probe.execute(f"CREATE VIRTUAL TABLE fold USING fts5 (t, tokenize = '{FTS_TRIGRAM_TOKENIZER}')")
-        probe.execute("CREATE VIRTUAL TABLE fold_at USING fts5vocab (fold, 'instance')")
-        _PROBE.append(probe)
-    probe = _PROBE[0]
+    probe = tokenizer_probe(FTS_TRIGRAM_TOKENIZER)
     order = sorted(chars)
-    probe.execute("INSERT INTO fold (rowid, t) VALUES (1, ?)", ("".join(order) + "  ",))
+    probe.execute("INSERT INTO probe (rowid, t) VALUES (1, ?)", ("".join(order) + "  ",))
     try:
-        for term, offset in probe.execute("SELECT term, offset FROM fold_at"):
+        for term, offset in probe.execute("SELECT term, offset FROM probe_at"):
             _FOLD[ord(order[offset])] = ord(term[0])
     finally:
-        probe.execute("DELETE FROM fold WHERE rowid = 1")
+        probe.execute("DELETE FROM probe WHERE rowid = 1")
     _KNOWN.update(order)
     # Σ is left out: lower() makes it ς at the end of a word, where FTS5 folds it to σ as everywhere
     like_lower = "".join(sorted(c for c in _KNOWN if c.lower() == chr(_FOLD[ord(c)]) and c != "\u03a3"))

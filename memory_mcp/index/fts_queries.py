@@ -64,11 +64,22 @@ def any_in_state(conn: sqlite3.Connection, state: str) -> bool:
 
 WORD_TOKENIZER = FTS_WORD_TOKENIZER  # the word tables' tokenizer, declared once in domain/text.py
 _IN_WORD: dict[str, str | None] = {}  # character → what the word tokenizer makes of it inside a word (None: a split)
-_WORD_PROBE: list[sqlite3.Connection] = []
+_PROBES: dict[str, sqlite3.Connection] = {}
 _WORD_PROBE_LOCK = threading.Lock()  # sessions of two scopes may serve calls on two threads
 _HANGUL_SYLLABLE = re.compile(
     "[\uac00-\ud7a3]"
 )  # kept whole and as is by the tokenizer (tests/test_unit_search_index.py)
+
+
+def tokenizer_probe(tokenizer: str) -> sqlite3.Connection:
+    """An in-memory FTS5 table `probe` (one column, `t`) with this tokenizer and its token list `probe_at`
+    (fts5vocab, 'instance'), one per tokenizer: how SQLite itself reads a text. Callers hold their own lock."""
+    if tokenizer not in _PROBES:
+        probe = sqlite3.connect(":memory:", isolation_level=None, check_same_thread=False)
+        probe.execute(f"CREATE VIRTUAL TABLE probe USING fts5 (t, tokenize = '{tokenizer}')")
+        probe.execute("CREATE VIRTUAL TABLE probe_at USING fts5vocab (probe, 'instance')")
+        _PROBES[tokenizer] = probe
+    return _PROBES[tokenizer]
 
 
 def _probe(chars: Iterable[str]) -> None:
@@ -78,20 +89,15 @@ def _probe(chars: Iterable[str]) -> None:
     if not unknown:
         return
     with _WORD_PROBE_LOCK:
-        if not _WORD_PROBE:
-            probe = sqlite3.connect(":memory:", isolation_level=None, check_same_thread=False)
-            probe.execute(f"CREATE VIRTUAL TABLE word USING fts5 (t, tokenize = '{WORD_TOKENIZER}')")
-            probe.execute("CREATE VIRTUAL TABLE word_at USING fts5vocab (word, 'instance')")
-            _WORD_PROBE.append(probe)
-        probe = _WORD_PROBE[0]
+        probe = tokenizer_probe(WORD_TOKENIZER)
         order = sorted(unknown)
-        probe.executemany("INSERT INTO word (rowid, t) VALUES (?, ?)", [(n, f"x{c}x") for n, c in enumerate(order, 1)])
+        probe.executemany("INSERT INTO probe (rowid, t) VALUES (?, ?)", [(n, f"x{c}x") for n, c in enumerate(order, 1)])
         try:
             found: dict[int, list[str]] = {}
-            for doc, term in probe.execute("SELECT doc, term FROM word_at"):
+            for doc, term in probe.execute("SELECT doc, term FROM probe_at"):
                 found.setdefault(doc, []).append(term)
         finally:
-            probe.execute("DELETE FROM word")
+            probe.execute("DELETE FROM probe")
         for n, c in enumerate(order, 1):
             terms = found.get(n, [])
             _IN_WORD[c] = terms[0][1:-1] if len(terms) == 1 else None
