@@ -68,3 +68,13 @@ async def test_a_long_run_of_one_character_is_remembered_in_seconds(store: Path)
             with anyio.fail_after(120):  # a hang detector, not a speed claim: each takes about a second
                 made = await t.remember(f"long {body[:3]}", body)
             assert (await t.read(id=made["id"]))["id"] == made["id"]
+
+
+async def test_ss_and_sharp_s_find_each_other(store: Path) -> None:
+    # found beside the "Straße" finding: German writes one word both ways, and the index keeps each as written
+    async with stdio_tools(store) as t:
+        sharp = (await t.remember("Office on the Hauptstraße", "Second floor, left door."))["id"]
+        swiss = (await t.remember("Depot in the Bahnhofstrasse", "Open from seven."))["id"]
+        assert sharp in await t.recall_ids("Hauptstrasse")
+        assert swiss in await t.recall_ids("Bahnhofstraße")
+        assert sharp in await t.recall_ids("HAUPTSTRASSE")

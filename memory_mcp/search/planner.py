@@ -56,6 +56,10 @@ def terms_of(query: str, dictionary: EntityDictionary | None = None) -> list[Ter
             # is), its own form is searched too: the index holds that token, never `fold`'s
             typed = word_tokenizer_fold(word).replace("_", "").strip()
             seen[w] = Term(text=w, stem=stem(w), root=verb_root(w), typed=typed if typed and typed != w else None)
+            # German writes one word with ß or with ss ("Straße", "Strasse"; Swiss German never uses ß): the
+            # index keeps each as written, so the query asks for the other spelling too
+            if "ß" in w or "ss" in w:
+                seen[w].variants.append(w.replace("ß", "ss") if "ß" in w else w.replace("ss", "ß"))
     terms = list(seen.values())
     if dictionary is not None:
         for canonical in dictionary.expand_query_terms([t.text for t in terms]):
