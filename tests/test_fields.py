@@ -102,6 +102,8 @@ async def test_a_new_field_is_three_edits_and_reaches_every_edge(tmp_path: Path)
         assert not edited.is_error, edited.content
         refused = await client.call_tool("memory_update", {"op": "edit", "id": mem_id, "owner": "E\x00ve"})
         assert refused.is_error and "owner" in refused.content[0].text
+        secret = await client.call_tool("memory_update", {"op": "edit", "id": mem_id, "owner": "AKIAIOSFODNN7EXAMPLE"})
+        assert secret.is_error and "owner" in secret.content[0].text  # a text field is checked for secrets too
         read = await client.call_tool("memory_read", {"id": mem_id})
         assert read.structured_content["frontmatter"]["owner"] == "Eve"
     assert _owners(store)[mem_id] == "Eve"

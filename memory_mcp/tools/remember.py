@@ -46,7 +46,7 @@ def remember(
     values_set = check_values(values)
     supersedes = list(dict.fromkeys(supersedes or []))
     if not private:  # a private memory (`sync: local`) never leaves this machine: it may hold anything
-        refuse_secrets({"title": title, "body": body, "source": source})
+        refuse_secrets({"title": title, "body": body, "source": source, **values_set})
     if supersedes and svc.missing_stores(scope, store, home=True):  # before the new store is laid out
         raise NotFoundError(f"supersedes: no memory with id '{supersedes[0]}' (the store has no memories yet)")
     s = svc.scopes.session(scope, store, create=True)

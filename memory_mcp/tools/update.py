@@ -8,7 +8,7 @@ from typing import Any
 
 from ..canon import files as canon
 from ..domain.errors import AlreadyDoneError, InputError, NotFoundError, StaleWriteError
-from ..domain.fields import EDIT_FIELDS
+from ..domain.fields import EDIT_FIELDS, EDIT_VALUES
 from ..domain.lifecycle import check_editable, check_transition
 from ..domain.memory import OptionalValues
 from ..domain.models import UpdateAnswer
@@ -147,7 +147,9 @@ def _edit(
     new_body = svc.limits.body(body) if body is not None else None
     if not fields and new_title is None and new_body is None:
         raise InputError(f"edit: op=edit needs at least one of title, body, {', '.join(EDIT_FIELDS)}")
+    # every text that reaches the file, the optional values included (a text field may hold a credential)
     texts = {"title": new_title, "body": new_body, "source": fields.get("source")}
+    texts |= {n: v for n, v in fields.items() if n in EDIT_VALUES and isinstance(v, str)}
     if any(texts.values()) and not _stays_local(s, mem):
         refuse_secrets(texts)
 
