@@ -14,6 +14,7 @@ import subprocess
 import sys
 from pathlib import Path
 
+from memory_mcp.canon.merge import same_copy
 from memory_mcp.store.sync import driver_command
 
 from .sync_support import REPO
@@ -118,3 +119,13 @@ def test_an_internal_error_exits_non_zero_and_leaves_ours(tmp_path: Path) -> Non
     assert "memory-mcp merge-driver: memories/postgres-backups.md" in done.stderr
     assert (tmp_path / ".ours").read_text(encoding="utf-8") == broken  # ours left as it was, for git
     assert list((tmp_path / "memories").iterdir()) == []  # nothing added beside it
+
+
+def test_a_held_file_is_the_same_copy_by_bytes_or_by_id() -> None:
+    """sync writes a clash copy only once: a file already under its name is that copy when it has the same
+    bytes or the same memory id (another machine settled the same clash first), and not otherwise."""
+    copy = OURS.encode()
+    assert same_copy(copy, copy)
+    assert same_copy(THEIRS.encode(), copy)  # same id, other text
+    assert not same_copy(OURS.replace(ID, "01KH0000000000000000000002").encode(), copy)
+    assert not same_copy(b"not a memory at all", copy)
