@@ -167,22 +167,25 @@ def conflict_gate(plt: Any, figures: dict[str, Any], out: Path) -> Path:
     for series in block["series"]:
         if series not in known:
             print(f"conflict_gate: '{series['name']}' has no figures yet; left out")
-    fig, axes = plt.subplots(1, 2, figsize=(11, 4), sharey=True)
-    # the first series (before) grey, the last (current) ours, any designs between in a lighter blue
-    palette = ["#adb5bd", *["#93b4f0"] * max(len(known) - 2, 0), OURS][: len(known)]
+    fig, axes = plt.subplots(1, 2, figsize=(12, 4.4), sharey=True)
+    # the first series (before) grey, the last (current) ours, the designs between in blues, lighter the older
+    between = ["#cfdcf7", "#9dbaf0", "#6f96e2"][: max(len(known) - 2, 0)]
+    palette = ["#adb5bd", *between, OURS][: len(known)]
     for ax, key in ((axes[0], "precision"), (axes[1], "recall")):
         width = 0.8 / max(len(known), 1)
         for i, series in enumerate(known):
             xs = [g + (i - (len(known) - 1) / 2) * width for g in range(len(block["sets"]))]
             pairs = [(x, v) for x, v in zip(xs, series[key], strict=True) if v is not None]
             bars = ax.bar([x for x, _ in pairs], [v for _, v in pairs], width, label=series["name"], color=palette[i])
-            ax.bar_label(bars, fmt="%.2f", fontsize=8, padding=1.5)
+            # with more than three series the labels stand upright, or neighbours' labels run together
+            ax.bar_label(bars, fmt="%.2f", fontsize=7 if len(known) > 3 else 8, padding=1.5,
+                         rotation=90 if len(known) > 3 else 0)  # fmt: skip
         ax.set_xticks(range(len(block["sets"])), block["sets"], fontsize=8.5)
         ax.set_title(key, fontsize=10.5)
-        ax.set_ylim(0, 1.1)
+        ax.set_ylim(0, 1.18)
     handles, labels = axes[0].get_legend_handles_labels()
-    fig.legend(handles, labels, loc="lower center", ncols=len(labels), frameon=False, fontsize=8.5)
-    fig.subplots_adjust(bottom=0.17)
+    fig.legend(handles, labels, loc="lower center", ncols=min(len(labels), 2), frameon=False, fontsize=8.5)
+    fig.subplots_adjust(bottom=0.22)
     missing = [s["name"] for s in block["series"] if s not in known]
     if missing:
         fig.text(0.99, -0.02, "not measured yet: " + ", ".join(missing), ha="right", fontsize=8, color="#6b7280")
