@@ -22,7 +22,7 @@ class ConflictRecord:
 
 @dataclass(kw_only=True)
 class OptionalValues:
-    """The field table's optional single values (domain/fields.py `VALUES`: the index's plain columns), None when
+    """The field table's optional single values (domain/fields.py `COLUMNS`: the index's plain columns), None when
     the file has none. The one typed place that names them: the parsed file, the index row and the tool arguments
     carry them as this record, and `tests/test_fields.py` holds it to the table."""
 

@@ -6,12 +6,11 @@ clause over alias `m` with its parameters, and every user term arrives as a boun
 
 from __future__ import annotations
 
-import re
 import sqlite3
 import threading
 from collections.abc import Iterable, Sequence
 
-from ..domain.text import FTS_WORD_TOKENIZER
+from ..domain.text import FTS_WORD_TOKENIZER, HANGUL
 
 
 def fts_scores(
@@ -66,9 +65,6 @@ WORD_TOKENIZER = FTS_WORD_TOKENIZER  # the word tables' tokenizer, declared once
 _IN_WORD: dict[str, str | None] = {}  # character → what the word tokenizer makes of it inside a word (None: a split)
 _PROBES: dict[str, sqlite3.Connection] = {}
 _WORD_PROBE_LOCK = threading.Lock()  # sessions of two scopes may serve calls on two threads
-_HANGUL_SYLLABLE = re.compile(
-    "[\uac00-\ud7a3]"
-)  # kept whole and as is by the tokenizer (tests/test_unit_search_index.py)
 
 
 def tokenizer_probe(tokenizer: str) -> sqlite3.Connection:
@@ -117,10 +113,13 @@ def word_tokenizer_fold(word: str) -> str:
     `domain.text.fold`, the planner searches for this form too, or the index's token is never met."""
     if word.isascii():
         return word.lower()
-    _probe(c for c in set(word) if not c.isascii() and not _HANGUL_SYLLABLE.match(c))
-    return "".join(
-        c.lower()
-        if c.isascii() or _HANGUL_SYLLABLE.match(c)
-        else (_IN_WORD.get(c) if _IN_WORD.get(c) is not None else " ")
-        for c in word
-    )
+    # Hangul syllables are kept whole and as they are (tests/test_unit_search_index.py): not asked about
+    _probe(c for c in set(word) if not c.isascii() and not HANGUL.match(c))
+    return "".join(_tokenizer_char(c) for c in word)
+
+
+def _tokenizer_char(c: str) -> str:
+    if c.isascii() or HANGUL.match(c):
+        return c.lower()
+    folded = _IN_WORD.get(c)
+    return " " if folded is None else folded

@@ -125,6 +125,11 @@ def _matched(a: frozenset[str], b: frozenset[str]) -> set[str]:
     return {x for x in a if x in b or any(_same_word(x, y) for y in b)}
 
 
+def _attribute_words(claim: Claim, other: Claim) -> frozenset[str]:
+    """`claim`'s words that can name an attribute against `other`: not the other's entity words or names."""
+    return frozenset(claim.words - other.entity_words - other.names)
+
+
 def _opening(new: Claim, old: Claim) -> set[str]:
     """Attribute words both titles open with ("배포 서버", "servicio facturación"): the subject, not an attribute."""
     prefix: set[str] = set()
@@ -250,10 +255,9 @@ def assess(
             False, [f"different scopes: {', '.join(sorted(a.scopes))} / {', '.join(sorted(b.scopes))}"], sim
         )
     shared_entities = set(new.entities) & set(old.entities)
-    new_words = a.words - b.entity_words - b.names
-    old_words = b.words - a.entity_words - a.names
+    new_words, old_words = _attribute_words(a, b), _attribute_words(b, a)
     opening = _opening(a, b)
-    any_hit = _matched(frozenset(new_words), frozenset(old_words))  # before the shared opening is set aside
+    any_hit = _matched(new_words, old_words)  # before the shared opening is set aside
     new_words, old_words = frozenset(new_words - opening), frozenset(old_words - opening)
     hit_new, hit_old = _matched(new_words, old_words), _matched(old_words, new_words)
     small = min(len(new_words), len(old_words))
@@ -529,8 +533,7 @@ def _closest_attribute_with_a_cue(
         if not shared - broad or old.type in EVENT_TYPES or not (verdict.judged or a.cues):
             continue
         b = claim_of(old)
-        new_words = frozenset(a.words - b.entity_words - b.names)
-        old_words = frozenset(b.words - a.entity_words - a.names)
+        new_words, old_words = _attribute_words(a, b), _attribute_words(b, a)
         changed, agreed = _values_compared(a, b)  # a value of one kind in both ("Fridays" / "Friday") counts too
         kinds = [k for k in changed + agreed if k != "number"]
         scored.append((len(_matched(new_words, old_words)) + len(kinds), i))

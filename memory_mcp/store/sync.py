@@ -407,7 +407,7 @@ def _true_merge(git: Git, remote_ref: str, prefix: str, result: SyncResult) -> N
     extra: list[str] = []
     untracked_before = _untracked(git, prefix)
     # names a copy made by this merge must not take: what this side held before the merge
-    held = untracked_before | set(git.text("ls-files", "--", prefix + "memories").splitlines())
+    held = untracked_before | _listed(git, prefix)
     try:
         done = git.run(
             "-c",
@@ -453,7 +453,12 @@ def _true_merge(git: Git, remote_ref: str, prefix: str, result: SyncResult) -> N
 
 
 def _untracked(git: Git, prefix: str) -> set[str]:
-    out = git.run("ls-files", "-z", "--others", "--exclude-standard", "--", prefix + "memories").stdout
+    return _listed(git, prefix, "--others", "--exclude-standard")
+
+
+def _listed(git: Git, prefix: str, *which: str) -> set[str]:
+    """The paths under memories/ `git ls-files` lists (tracked ones, or `which` asks for others), unquoted."""
+    out = git.run("ls-files", "-z", *which, "--", prefix + "memories").stdout
     return {p.decode("utf-8") for p in out.split(b"\0") if p}
 
 
