@@ -2,12 +2,34 @@
 
 from __future__ import annotations
 
-from collections.abc import AsyncIterator
+import os
+import shutil
+import tempfile
+from collections.abc import AsyncIterator, Iterator
 from pathlib import Path
 
 import pytest
 
+from memory_mcp.edges.merge_helper import stop
+
 from .helpers import Tools, memory_tools, stdio_tools
+
+
+@pytest.fixture(autouse=True, scope="session")
+def merge_helpers_of_this_run() -> Iterator[Path]:
+    """The git merge driver leaves a warm helper behind it (edges/merge_helper.py): this run's helpers live in
+    a runtime folder of its own (short: a socket path has ~100 bytes), and are stopped when the run ends."""
+    folder = Path(tempfile.mkdtemp(prefix="mm-run-"))
+    before = os.environ.get("XDG_RUNTIME_DIR")
+    os.environ["XDG_RUNTIME_DIR"] = str(folder)
+    yield folder / "memory-mcp"
+    for sock in (folder / "memory-mcp").glob("*.sock"):
+        stop(str(sock))
+    if before is None:
+        os.environ.pop("XDG_RUNTIME_DIR", None)
+    else:
+        os.environ["XDG_RUNTIME_DIR"] = before
+    shutil.rmtree(folder, ignore_errors=True)
 
 
 @pytest.fixture

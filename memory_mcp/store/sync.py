@@ -32,10 +32,16 @@ TITLES_SHOWN = 10
 Progress = Callable[[str], None]
 
 
+# git's driver client (`edges/merge_client.py`), named by path: git runs it as a script, not as this package
+DRIVER_CLIENT = Path(__file__).resolve().parents[1] / "edges" / "merge_client.py"
+
+
 def driver_command() -> str:
-    """What git runs per file: this interpreter, so the driver is the same install as the CLI that set it up;
-    `-P`: git starts it at the top of the work tree, whose own modules must not shadow ours or the stdlib's."""
-    return f"{shlex.quote(sys.executable)} -P -m memory_mcp merge-driver %O %A %B %P"
+    """What git runs per file: this interpreter, so the driver is the same install as the CLI that set it up,
+    with the driver's small client (a warm helper does the merge). `-I -S`: no site imports or PYTHON*
+    variables (the client needs only the standard library), and the work tree git starts it in must not shadow
+    the stdlib's modules (`-I` implies `-P`)."""
+    return f"{shlex.quote(sys.executable)} -I -S {shlex.quote(str(DRIVER_CLIENT))} %O %A %B %P"
 
 
 def attribute_lines(prefix: str) -> list[str]:
