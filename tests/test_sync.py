@@ -360,3 +360,83 @@ def test_git_setup_makes_a_plain_git_pull_merge_memories(tmp_path: Path) -> None
     assert "5434" in text and "Owner: platform." in text and "updated: 2026-03-01T00:00:00Z" in text
     assert "<<<<<<<" not in text
     assert os.listdir(two / ".memory" / "memories") == [NAME]
+
+
+def test_a_plain_git_pull_merges_many_files_through_the_helper_as_a_process_per_file_does(tmp_path: Path) -> None:
+    """git starts the driver once per file changed on both sides: the first stays as a warm helper for the
+    rest. The pull's result (clean merges, a body clash's copy) is byte for byte what the older command, a
+    full driver process per file, gives."""
+    origin = tmp_path / "project.git"
+    subprocess.run(["git", "init", "-q", "--bare", "-b", "main", str(origin)], check=True)
+    home = tmp_path / "h"
+    home.mkdir()
+    env = cli_env(home)
+
+    def git(cwd: Path, *args: str) -> str:
+        done = subprocess.run(["git", *args], cwd=cwd, capture_output=True, text=True, env=env)
+        assert done.returncode == 0, done.stderr
+        return done.stdout
+
+    def clone(name: str) -> Path:
+        path = tmp_path / name
+        git(tmp_path, "clone", "-q", str(origin), str(path))
+        for k, v in (("user.name", "t"), ("user.email", "t@x")):
+            git(path, "config", k, v)
+        return path
+
+    def setup(project: Path) -> None:
+        done = subprocess.run(
+            [sys.executable, "-m", "memory_mcp", "--project-root", str(project), "git-setup"],
+            capture_output=True,
+            text=True,
+            env=env,
+        )
+        assert done.returncode == 0, done.stderr
+
+    ids = [f"01KH60JFE05BTRAVE29W5R9Y{n:02d}" for n in range(6)]
+    one = clone("one")
+    for n, mem_id in enumerate(ids):
+        write(one / ".memory" / "memories" / f"m{n}.md", memory_text(mem_id, f"Postgres fact {n}", BODY))
+    setup(one)
+    git(one, "add", "-A")
+    git(one, "commit", "-qm", "team memory")
+    git(one, "push", "-q", "origin", "HEAD:main")
+    two = clone("two")
+    setup(two)
+    for n in range(6):
+        replace_in(one / ".memory" / "memories" / f"m{n}.md", "listens on 5433", "listens on 5434")
+        replace_in(
+            one / ".memory" / "memories" / f"m{n}.md",
+            "2026-01-01T00:00:00Z\nsupersedes",
+            "2026-02-01T00:00:00Z\nsupersedes",
+        )
+        mine = "Owner: platform." if n < 5 else "listens on 6000"  # the last one clashes with one's line
+        replace_in(two / ".memory" / "memories" / f"m{n}.md", "Owner: infra." if n < 5 else "listens on 5433", mine)
+        replace_in(
+            two / ".memory" / "memories" / f"m{n}.md",
+            "2026-01-01T00:00:00Z\nsupersedes",
+            "2026-03-01T00:00:00Z\nsupersedes",
+        )
+    git(one, "commit", "-qam", "port")
+    git(one, "push", "-q", "origin", "HEAD:main")
+    git(two, "commit", "-qam", "owner")
+    older = tmp_path / "older"
+    subprocess.run(["cp", "-a", str(two), str(older)], check=True)
+    old_command = f"{sys.executable} -P -m memory_mcp merge-driver %O %A %B %P"
+    git(older, "config", "merge.memory-mcp.driver", old_command)
+
+    git(two, "pull", "-q", "--no-rebase", "origin", "main")
+    git(older, "pull", "-q", "--no-rebase", "origin", "main")
+    folder = two / ".memory" / "memories"
+    names = sorted(os.listdir(folder))
+    assert len(names) == 7  # six memories and the clash's copy
+    assert names == sorted(os.listdir(older / ".memory" / "memories"))
+    for name in names:
+        text = (folder / name).read_text(encoding="utf-8")
+        assert "<<<<<<<" not in text
+        assert text == (older / ".memory" / "memories" / name).read_text(encoding="utf-8")
+    for n in range(5):
+        text = (folder / f"m{n}.md").read_text(encoding="utf-8")
+        assert "5434" in text and "Owner: platform." in text and "updated: 2026-03-01T00:00:00Z" in text
+    (copy,) = set(names) - {f"m{n}.md" for n in range(6)}
+    assert f"concurrent edit of {ids[5]}" in (folder / copy).read_text(encoding="utf-8")
