@@ -78,3 +78,19 @@ async def test_ss_and_sharp_s_find_each_other(store: Path) -> None:
         assert sharp in await t.recall_ids("Hauptstrasse")
         assert swiss in await t.recall_ids("Bahnhofstraße")
         assert sharp in await t.recall_ids("HAUPTSTRASSE")
+
+
+async def test_compatibility_characters_in_stored_text_are_found_by_plain_words(store: Path) -> None:
+    # text pasted from a PDF keeps its ligatures, CJK input often brings full-width Latin: the index held them
+    # as written, so "finance" never met "ﬁnance" (the query fold maps them, SQLite's tokenizer does not)
+    async with stdio_tools(store) as t:
+        pdf = (await t.remember("Quarterly ﬁnance review", "The ｆｕｌｌ report is due on Friday."))["id"]
+        plain = (await t.remember("Plain note", "Nothing about money here."))["id"]
+        for query in ["finance", "FINANCE", "ﬁnance", "full report", "ｆｕｌｌ"]:
+            found = await t.recall_ids(query)
+            assert found and found[0] == pdf, query
+            assert plain not in found, query
+        text = (await t.read(id=pdf))["text"]
+        assert "ﬁnance" in text and "ｆｕｌｌ" in text  # the canon and what is shown keep what was written
+        result = await t.recall("finance")
+        assert "ﬁnance" in str(result)

@@ -107,10 +107,10 @@ def test_a_version_4_index_is_upgraded_in_place_and_its_ledger_compared_again(st
     assert answer["results"][0]["components"]["heat"] > 0  # recall counts survived
     conn = sqlite3.connect(db_path(store))
     try:
-        assert conn.execute("SELECT value FROM meta WHERE key = 'schema_version'").fetchone()[0] == "6"
+        assert conn.execute("SELECT value FROM meta WHERE key = 'schema_version'").fetchone()[0] == "7"
     finally:
         conn.close()
-    _recall(store, "espresso")  # version 6 made every ledger row stale: that call re-read the file once
+    _recall(store, "espresso")  # versions 6 and 7 made every ledger row stale: that call re-read the file once
     assert _digest(store) is not None  # this call compared the ledger, found nothing to do, and says so
 
 

@@ -19,6 +19,7 @@ import sys
 import tempfile
 import time
 from collections.abc import Iterator
+from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 
 import pytest
@@ -259,3 +260,19 @@ def test_a_helper_whose_code_changed_on_disk_is_not_used(tmp_path: Path, runtime
     assert done.returncode == 0, done.stderr
     _merged_ok(tmp_path / "1")
     assert _gone(old_pid)
+
+
+def test_many_merges_at_once_are_each_answered_by_one_helper(tmp_path: Path, runtime: Path) -> None:
+    """Two pulls in two repositories at the same moment: the helper answers each file for its own work tree."""
+    _versions(tmp_path / "first")
+    assert _run_as_git(tmp_path / "first", driver_command(), _helper_env(runtime)).returncode == 0
+    _status(runtime)  # the helper is up
+    works = [tmp_path / f"w{n}" for n in range(12)]
+    for work in works:
+        _versions(work)
+    with ThreadPoolExecutor(max_workers=6) as pool:
+        done = list(pool.map(lambda w: _run_as_git(w, driver_command(), _helper_env(runtime)), works))
+    assert [d.returncode for d in done] == [0] * len(works), [d.stderr for d in done]
+    for work in works:
+        _merged_ok(work)
+    assert _status(runtime)[0] == len(works)

@@ -315,5 +315,28 @@ async def test_an_index_from_the_previous_version_is_upgraded_in_place_keeping_r
         assert await t.recall_ids("espresso", state="archived") == [other["id"]]
         assert await t.recall_ids("espresso", state="active") == [kept["id"]]
     conn = sqlite3.connect(db_path(store))
-    assert conn.execute("SELECT value FROM meta WHERE key = 'schema_version'").fetchone()[0] == "6"
+    assert conn.execute("SELECT value FROM meta WHERE key = 'schema_version'").fetchone()[0] == "7"
     conn.close()
+
+
+async def test_a_version_6_index_is_re_read_so_stored_ligatures_become_findable(store: Path) -> None:
+    """Version 7 keeps the full-text copies in NFKC: an index from version 6 held them as written."""
+    async with stdio_tools(store) as t:
+        made = await t.remember("Quarterly ﬁnance review", "The ｆｕｌｌ report is due on Friday.")
+        await t.recall("report")
+    conn = sqlite3.connect(db_path(store))
+    with conn:  # what version 6 stored: the text as written
+        rowid = conn.execute("SELECT rowid FROM memories WHERE id = ?", (made["id"],)).fetchone()[0]
+        for table in ("fts_word", "fts_tri"):
+            conn.execute(
+                f"UPDATE {table} SET title = ?, body = ? WHERE rowid = ?",
+                ("Quarterly ﬁnance review", "The ｆｕｌｌ report is due on Friday.", rowid),
+            )
+        conn.execute("UPDATE meta SET value = '6' WHERE key = 'schema_version'")
+    assert "finance" not in conn.execute("SELECT title FROM fts_word").fetchone()[0]
+    conn.close()
+    async with stdio_tools(store) as t:
+        answer = await t.recall("finance")
+        assert reconcile_of(answer)["rebuilt"] is False  # upgraded, not rebuilt
+        assert [r["id"] for r in answer["results"]] == [made["id"]]
+        assert (await t.ok("memory_reindex", verify=True))["mismatches"] == []

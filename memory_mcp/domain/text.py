@@ -2,7 +2,7 @@
 documents, the dictionary and the conflict gate.
 
 `fold` is the comparison search uses (case, width, diacritics; Hangul kept whole), with SQLite's word
-tokenizer (`FTS_WORD_TOKENIZER`) as its twin in the index. A few places compare more strictly on purpose and
+tokenizer (`FTS_WORD_TOKENIZER`) over the `searchable` (NFKC) copy of each text as its twin in the index. A few places compare more strictly on purpose and
 say so by calling a named fold here: `fold_case` (case only, accents kept) and `nfkc_casefold` (width and
 case, accents kept: what a memory's norm_hash and an entity key are made of). `words` is the one word split.
 Also the light stem a prefix search starts from, so every layer that compares words agrees.
@@ -88,6 +88,13 @@ def fold(text: str) -> str:
         return _FOLD_RUN.sub(_fold_run, text)
     except _Recompose:
         return unicodedata.normalize("NFC", _marks().sub("", unicodedata.normalize("NFKD", text)))
+
+
+def searchable(text: str) -> str:
+    """The copy of a text the full-text tables hold: NFKC, so ligatures ("ﬁnance"), full-width letters
+    ("ｆｕｌｌ") and compatibility jamo are stored as `fold` makes them of a query; case and accents are left to
+    the tokenizers. The canon and every text shown keep what was written."""
+    return text if text.isascii() else unicodedata.normalize("NFKC", text)
 
 
 def words(text: str) -> list[str]:

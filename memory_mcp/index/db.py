@@ -20,9 +20,9 @@ from ..canon.files import norm_hash, now_iso
 from ..domain.fields import COLUMNS
 from ..domain.memory import OptionalValues
 from ..domain.models import Memory
-from ..domain.text import FTS_TRIGRAM_TOKENIZER, FTS_WORD_TOKENIZER
+from ..domain.text import FTS_TRIGRAM_TOKENIZER, FTS_WORD_TOKENIZER, searchable
 
-SCHEMA_VERSION = 6
+SCHEMA_VERSION = 7
 
 _OPTIONAL_COLUMNS = "".join(f"\n    {name} TEXT," for name in COLUMNS)  # the field table's plain columns
 SCHEMA = f"""
@@ -192,6 +192,12 @@ MIGRATIONS: dict[int, tuple[str, ...]] = {
         "ALTER TABLE memories ADD COLUMN superseded_at TEXT",
         "CREATE INDEX memories_valid_until ON memories (valid_until) WHERE valid_until IS NOT NULL",
         "UPDATE files SET mtime_ns = -1, sha256 = ''",
+        "DELETE FROM meta WHERE key = 'scan_digest'",
+    ),
+    # 7 stores the full-text copies in NFKC (`domain.text.searchable`): every memory and document is re-read once
+    6: (
+        "UPDATE files SET mtime_ns = -1, sha256 = ''",
+        "UPDATE doc_files SET mtime_ns = -1, sha256 = ''",
         "DELETE FROM meta WHERE key = 'scan_digest'",
     ),
 }
@@ -422,15 +428,9 @@ def put_memory(conn: sqlite3.Connection, path: str, mem: Memory, entities: list[
         "INSERT OR REPLACE INTO memory_flags (rowid, type, state, trust) VALUES (?,?,?,?)",
         (rowid, mem.type.value, mem.state.value, mem.trust.value),
     )
-    etext = entity_text(entities)
-    conn.execute(
-        "INSERT INTO fts_word (rowid, title, entities, body) VALUES (?,?,?,?)",
-        (rowid, mem.title, etext, mem.body),
-    )
-    conn.execute(
-        "INSERT INTO fts_tri (rowid, title, entities, body) VALUES (?,?,?,?)",
-        (rowid, mem.title, etext, mem.body),
-    )
+    searched = (rowid, searchable(mem.title), searchable(entity_text(entities)), searchable(mem.body))
+    conn.execute("INSERT INTO fts_word (rowid, title, entities, body) VALUES (?,?,?,?)", searched)
+    conn.execute("INSERT INTO fts_tri (rowid, title, entities, body) VALUES (?,?,?,?)", searched)
     conn.executemany(
         "INSERT OR IGNORE INTO entities (entity, memory_rowid) VALUES (?, ?)",
         [(e, rowid) for e in entities],

@@ -7,6 +7,7 @@ import sqlite3
 from collections.abc import Sequence
 
 from ..canon.files import now_iso
+from ..domain.text import searchable
 
 DOC_FTS_TABLES = ("fts_doc_word", "fts_doc_tri")
 
@@ -41,7 +42,7 @@ def put_chunk(
     for table in DOC_FTS_TABLES:  # names from the constant above, never from input
         conn.execute(
             f"INSERT INTO {table} (rowid, title, entities, body) VALUES (?,?,?,?)",
-            (cur.lastrowid, title, label, body),
+            (cur.lastrowid, searchable(title), searchable(label), searchable(body)),
         )
 
 

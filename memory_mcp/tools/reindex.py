@@ -15,6 +15,7 @@ from ..domain.models import (
     Unparseable,
     stage_reporter,
 )
+from ..domain.text import searchable
 from ..index import db as ix
 from ..index import reads
 from ..index import vectors as vector_table
@@ -204,6 +205,6 @@ def _verify(s: StoreSession) -> list[Mismatch]:
             if getattr(got, key) != value:
                 out.append(Mismatch(path=rel, id=mem.id, problem=f"index field '{key}' differs from the file"))
         fts = reads.fts_word_row(conn, got.rowid)
-        if fts is None or fts[0] != mem.title or fts[1] != mem.body:
+        if fts is None or fts[0] != searchable(mem.title) or fts[1] != searchable(mem.body):
             out.append(Mismatch(path=rel, id=mem.id, problem="full-text row differs from the file"))
     return out
