@@ -121,3 +121,36 @@ def assert_clean_canon(m: Machine) -> None:
         text = data.decode("utf-8")
         assert not any(marker in text for marker in MARKERS), f"conflict marker in {name}:\n{text}"
     assert m.status()["unparseable"] == []
+
+
+class Project:
+    """A project repository's bare remote in `tmp`, and its clones (git-setup: team memory in `.memory/`),
+    every git and CLI call run with one isolated environment."""
+
+    def __init__(self, tmp: Path) -> None:
+        self.tmp = tmp
+        self.origin = tmp / "project.git"
+        subprocess.run(["git", "init", "-q", "--bare", "-b", "main", str(self.origin)], check=True)
+        home = tmp / "h"
+        home.mkdir()
+        self.env = cli_env(home)
+
+    def git(self, cwd: Path, *args: str) -> str:
+        done = subprocess.run(["git", *args], cwd=cwd, capture_output=True, text=True, env=self.env)
+        assert done.returncode == 0, done.stderr
+        return done.stdout
+
+    def clone(self, name: str) -> Path:
+        path = self.tmp / name
+        self.git(self.tmp, "clone", "-q", str(self.origin), str(path))
+        for key, value in (("user.name", "t"), ("user.email", "t@x")):
+            self.git(path, "config", key, value)
+        return path
+
+    def git_setup(self, project: Path) -> subprocess.CompletedProcess:
+        return subprocess.run(
+            [sys.executable, "-m", "memory_mcp", "--project-root", str(project), "git-setup"],
+            capture_output=True,
+            text=True,
+            env=self.env,
+        )

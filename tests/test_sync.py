@@ -12,6 +12,7 @@ import pytest
 
 from tests.sync_support import (
     Machine,
+    Project,
     assert_clean_canon,
     cli_env,
     machines,
@@ -312,42 +313,20 @@ async def test_through_the_stdio_server_a_clash_reaches_status_and_the_context(p
 
 
 def test_git_setup_makes_a_plain_git_pull_merge_memories(tmp_path: Path) -> None:
-    origin = tmp_path / "project.git"
-    subprocess.run(["git", "init", "-q", "--bare", "-b", "main", str(origin)], check=True)
-    home = tmp_path / "h"
-    home.mkdir()
-    env = cli_env(home)
-
-    def git(cwd: Path, *args: str) -> str:
-        done = subprocess.run(["git", *args], cwd=cwd, capture_output=True, text=True, env=env)
-        assert done.returncode == 0, done.stderr
-        return done.stdout
-
-    def setup(project: Path) -> subprocess.CompletedProcess:
-        return subprocess.run(
-            [sys.executable, "-m", "memory_mcp", "--project-root", str(project), "git-setup"],
-            capture_output=True,
-            text=True,
-            env=env,
-        )
-
-    one, two = tmp_path / "one", tmp_path / "two"
-    git(tmp_path, "clone", "-q", str(origin), str(one))
-    for k, v in (("user.name", "t"), ("user.email", "t@x")):
-        git(one, "config", k, v)
+    project = Project(tmp_path)
+    git = project.git
+    one = project.clone("one")
     write(one / ".memory" / "memories" / NAME, memory_text(ID, "Postgres port", BODY))
-    first = setup(one)
+    first = project.git_setup(one)
     assert first.returncode == 0 and ".gitattributes" in first.stdout
     assert ".memory/memories/**/*.md merge=memory-mcp" in (one / ".gitattributes").read_text()
-    again = setup(one)
+    again = project.git_setup(one)
     assert "already set up" in again.stdout
     git(one, "add", "-A")
     git(one, "commit", "-qm", "team memory")
     git(one, "push", "-q", "origin", "HEAD:main")
-    git(tmp_path, "clone", "-q", str(origin), str(two))
-    for k, v in (("user.name", "t"), ("user.email", "t@x")):
-        git(two, "config", k, v)
-    assert setup(two).returncode == 0
+    two = project.clone("two")
+    assert project.git_setup(two).returncode == 0
     replace_in(one / ".memory" / "memories" / NAME, "listens on 5433", "listens on 5434")
     replace_in(one / ".memory" / "memories" / NAME, "updated: 2026-01-01T00:00:00Z", "updated: 2026-02-01T00:00:00Z")
     git(one, "commit", "-qam", "port")
@@ -366,42 +345,22 @@ def test_a_plain_git_pull_merges_many_files_through_the_helper_as_a_process_per_
     """git starts the driver once per file changed on both sides: the first stays as a warm helper for the
     rest. The pull's result (clean merges, a body clash's copy) is byte for byte what the older command, a
     full driver process per file, gives."""
-    origin = tmp_path / "project.git"
-    subprocess.run(["git", "init", "-q", "--bare", "-b", "main", str(origin)], check=True)
-    home = tmp_path / "h"
-    home.mkdir()
-    env = cli_env(home)
+    project = Project(tmp_path)
+    git = project.git
 
-    def git(cwd: Path, *args: str) -> str:
-        done = subprocess.run(["git", *args], cwd=cwd, capture_output=True, text=True, env=env)
-        assert done.returncode == 0, done.stderr
-        return done.stdout
-
-    def clone(name: str) -> Path:
-        path = tmp_path / name
-        git(tmp_path, "clone", "-q", str(origin), str(path))
-        for k, v in (("user.name", "t"), ("user.email", "t@x")):
-            git(path, "config", k, v)
-        return path
-
-    def setup(project: Path) -> None:
-        done = subprocess.run(
-            [sys.executable, "-m", "memory_mcp", "--project-root", str(project), "git-setup"],
-            capture_output=True,
-            text=True,
-            env=env,
-        )
+    def setup(clone: Path) -> None:
+        done = project.git_setup(clone)
         assert done.returncode == 0, done.stderr
 
     ids = [f"01KH60JFE05BTRAVE29W5R9Y{n:02d}" for n in range(6)]
-    one = clone("one")
+    one = project.clone("one")
     for n, mem_id in enumerate(ids):
         write(one / ".memory" / "memories" / f"m{n}.md", memory_text(mem_id, f"Postgres fact {n}", BODY))
     setup(one)
     git(one, "add", "-A")
     git(one, "commit", "-qm", "team memory")
     git(one, "push", "-q", "origin", "HEAD:main")
-    two = clone("two")
+    two = project.clone("two")
     setup(two)
     for n in range(6):
         replace_in(one / ".memory" / "memories" / f"m{n}.md", "listens on 5433", "listens on 5434")
