@@ -119,6 +119,7 @@ def write_stores(corpus: list[dict], stores_dir: Path, titles: bool) -> tuple[li
     from memory_mcp.canon import files as canon
 
     id_map: dict[str, str] = {}
+    mem_id_of: dict[str, str] = {}  # corpus id -> memory id, for `follows` (a corpus doc names an earlier one)
     taken: set[str] = set()
     stores: list[str] = []
     for doc in corpus:
@@ -128,6 +129,7 @@ def write_stores(corpus: list[dict], stores_dir: Path, titles: bool) -> tuple[li
             (stores_dir / store / "memories").mkdir(parents=True, exist_ok=True)
         mem_id = memory_id_for(doc["id"], taken)
         id_map[mem_id] = doc["id"]
+        mem_id_of[doc["id"]] = mem_id
         when = (doc.get("date_iso") or "2024-01-01T00:00:00") + "Z"
         fields = {
             "id": mem_id,
@@ -137,6 +139,8 @@ def write_stores(corpus: list[dict], stores_dir: Path, titles: bool) -> tuple[li
             "created": when,
             "updated": when,
         }
+        if doc.get("follows"):
+            fields["follows"] = mem_id_of[doc["follows"]]
         # without titles every memory gets the same one-character title, which no query can match
         title = (doc.get("title") or "-") if titles else "-"
         text = canon.render_new(fields, title, doc["text"])

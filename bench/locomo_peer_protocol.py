@@ -86,6 +86,7 @@ class Document:
     doc_id: str  # the id the protocol scores: `session_<n>` or a turn's dia_id
     text: str
     when: str | None  # ISO date of its session
+    follows: str | None = None  # dialog: the turn before it in its session (the memory's `follows`)
 
 
 @dataclass
@@ -121,7 +122,7 @@ def said(turn: dict) -> str:
     return f'{turn.get("speaker", "?")} said, "{turn.get("text", "")}"'
 
 
-def documents_of(conversation: dict, granularity: str) -> list[Document]:
+def documents_of(conversation: dict, granularity: str, threads: bool = True) -> list[Document]:
     docs: list[Document] = []
     number = 1
     while f"session_{number}" in conversation:
@@ -130,7 +131,11 @@ def documents_of(conversation: dict, granularity: str) -> list[Document]:
         if granularity == "session":
             docs.append(Document(f"session_{number}", "\n".join(said(t) for t in turns), when))
         else:
-            docs.extend(Document(t.get("dia_id", f"D{number}:?"), said(t), when) for t in turns)
+            ids = [t.get("dia_id", f"D{number}:?") for t in turns]
+            docs.extend(
+                Document(i, said(t), when, ids[n - 1] if n and threads else None)
+                for n, (i, t) in enumerate(zip(ids, turns, strict=True))
+            )
         number += 1
     return docs
 
@@ -156,7 +161,9 @@ def random_recall_at(gold: set[str], doc_ids: set[str], k: int) -> float:
     return sum(1 for g in gold if g in doc_ids) / len(gold) * min(k, n) / n
 
 
-def run_granularity(samples: list[dict], granularity: str, work: Path) -> tuple[list[Scored], dict]:
+def run_granularity(
+    samples: list[dict], granularity: str, work: Path, threads: bool = True
+) -> tuple[list[Scored], dict]:
     from memory_mcp.tools.service import MemoryService
 
     stores_dir = work / f"stores-{granularity}"
@@ -166,7 +173,7 @@ def run_granularity(samples: list[dict], granularity: str, work: Path) -> tuple[
     doc_ids: dict[str, set[str]] = {}
     for sample in samples:
         store = sample["sample_id"]
-        docs = documents_of(sample["conversation"], granularity)
+        docs = documents_of(sample["conversation"], granularity, threads)
         doc_ids[store] = {d.doc_id for d in docs}
         for d in docs:
             corpus.append(
@@ -177,6 +184,7 @@ def run_granularity(samples: list[dict], granularity: str, work: Path) -> tuple[
                     "text": d.text,
                     "date_iso": d.when,
                     "dia_id": d.doc_id,
+                    "follows": f"{store}\x00{d.follows}" if d.follows else None,
                 }  # fmt: skip
             )
     stores, id_map = write_stores(corpus, stores_dir, titles=False)
@@ -239,6 +247,11 @@ def main(argv: list[str] | None = None) -> int:
     p.add_argument("--granularity", choices=(*GRANULARITIES, "both"), default="both")
     p.add_argument("--split", choices=("all", "dev", "test"), default="all", help="which conversations to run")
     p.add_argument("--work", type=Path, help="work folder (default: a new temp folder, removed afterwards)")
+    p.add_argument(
+        "--no-threads",
+        action="store_true",
+        help="dialog: no `follows` links between a session's turns (recall's thread continuation has nothing to follow)",
+    )
     p.add_argument("--dump", type=Path, help="write every question's ranking and recall here (JSONL)")
     p.add_argument("--json", type=Path, help="write every table as JSON here")
     args = p.parse_args(argv)
@@ -262,7 +275,7 @@ def main(argv: list[str] | None = None) -> int:
     dump_rows: list[dict] = []
     try:
         for granularity in granularities:
-            scored, timing = run_granularity(samples, granularity, work)
+            scored, timing = run_granularity(samples, granularity, work, threads=not args.no_threads)
             log(f"\n=== {granularity} granularity: {timing['documents']} documents, "
                 f"index {timing['index_s']} s, {len(scored)} questions in {timing['recall_s']} s ===")  # fmt: skip
             tables = {"all": table(scored)}

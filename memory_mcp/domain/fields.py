@@ -110,6 +110,9 @@ FIELDS: tuple[FieldSpec, ...] = (
         FieldMergeRule(MergeHow.LATER_TIME, "the latest supersede of the two sides is the one its links record"),
         column=True,
     ),
+    # a thread (issue 28): the memory this one continues — the message before it in a conversation, the step
+    # before it; recall shows the best result's continuation right after it (search/threads.py)
+    FieldSpec("follows", Kind.TEXT, column=True, edit=True, description="Id of the memory this one continues."),
     FieldSpec("related", Kind.LINKS, _LINK_RULE, leading=False),
     FieldSpec(
         "conflicts",

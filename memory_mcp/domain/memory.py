@@ -30,6 +30,7 @@ class OptionalValues:
     valid_from: str | None = None
     valid_until: str | None = None
     superseded_at: str | None = None  # when a supersede archived it (older files: None)
+    follows: str | None = None  # the memory this one continues in its thread (search/threads.py)
 
     def given(self) -> dict[str, str]:
         """The values that are set (a tool argument left out is None), by field name."""

@@ -216,7 +216,12 @@ class RecallResult(BaseModel):
     matched: bool = Field(
         default=True,
         description="False: the query did not find this memory; it is here as the current version of a "
-        "superseded result that it did find (listed right above it).",
+        "superseded result that it did find (listed right above it), or as that result's continuation.",
+    )
+    continues: str | None = Field(
+        default=None,
+        description="Id of the result right above this memory that it follows in its thread (the best result's "
+        "next memories are shown after it: a reply often holds the answer to words the message before it had).",
     )
 
     def cited_bytes(self) -> int:
@@ -364,6 +369,7 @@ class EditableMemory(BaseModel):
     review_after: str | None
     valid_from: str | None = None
     valid_until: str | None = None
+    follows: str | None = None
 
 
 class MemoryItem(BaseModel):

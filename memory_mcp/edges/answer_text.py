@@ -28,6 +28,8 @@ def recall_text(answer: RecallAnswer) -> str:
             tags.append(r.scope)
         if (mark := current_mark(answer, r)) is not None:
             tags.append(mark)
+        if (mark := thread_mark(answer, r)) is not None:
+            tags.append(mark)
         lines.append(f"{n}. {r.title} ({', '.join(tags)}) score {r.score:.2f}")
         ident = f" id {r.id}" if r.kind == "memory" else ""
         lines.append(f"   {r.path}:{r.line}{ident}")
@@ -97,6 +99,15 @@ def current_mark(answer: RecallAnswer, r: RecallResult) -> str | None:
     rank_of = {(x.scope, x.id): n for n, x in enumerate(answer.results, 1)}
     refs = [f"#{rank_of[(r.scope, i)]}" if (r.scope, i) in rank_of else i for i in r.current_version_of]
     return "current version of " + ", ".join(refs)
+
+
+def thread_mark(answer: RecallAnswer, r: RecallResult) -> str | None:
+    """ "follows #1" when this result is shown as the continuation of the one above it in its thread."""
+    if r.continues is None:
+        return None
+    rank_of = {(x.scope, x.id): n for n, x in enumerate(answer.results, 1)}
+    ref = f"#{rank_of[(r.scope, r.continues)]}" if (r.scope, r.continues) in rank_of else r.continues
+    return f"follows {ref}" + ("" if r.matched else ", not matched by the query")
 
 
 def index_note(index: IndexReport) -> str | None:

@@ -62,6 +62,7 @@ CREATE TABLE memories (
 );
 CREATE INDEX memories_norm_hash ON memories (norm_hash);
 CREATE INDEX memories_valid_until ON memories (valid_until) WHERE valid_until IS NOT NULL;  -- expiry
+CREATE INDEX memories_follows ON memories (follows) WHERE follows IS NOT NULL;  -- a thread's next memory
 -- the filter columns again, in narrow rows: the search legs join this, not the wide rows above (a third
 -- of a trigram leg's time at 10k memories went on reading memories rows only to test their state)
 CREATE TABLE memory_flags (rowid INTEGER PRIMARY KEY, type TEXT NOT NULL, state TEXT NOT NULL, trust TEXT NOT NULL);
@@ -218,6 +219,9 @@ def migrate(conn: sqlite3.Connection) -> None:
             conn.execute("UPDATE meta SET value = ? WHERE key = 'schema_version'", (str(version),))
     if version == SCHEMA_VERSION:
         _add_field_columns(conn)
+        if not conn.execute("SELECT 1 FROM sqlite_master WHERE name = 'memories_follows'").fetchone():
+            with atomic(conn):  # an index made before `follows` was a field: its column came just now
+                conn.execute("CREATE INDEX memories_follows ON memories (follows) WHERE follows IS NOT NULL")
 
 
 def _add_field_columns(conn: sqlite3.Connection) -> None:

@@ -201,6 +201,17 @@ def memory_states(
     return out
 
 
+def next_in_thread(
+    conn: sqlite3.Connection, mem_id: str, where: str = "", params: Sequence[object] = ()
+) -> tuple[int, str] | None:
+    """(rowid, id) of the memory that follows `mem_id` in its thread and passes a `Filters.sql()` clause (alias
+    `m`); of several (a thread that branched), the first created."""
+    return conn.execute(
+        f"SELECT m.rowid, m.id FROM memories m WHERE m.follows = ?{where} ORDER BY m.created, m.id LIMIT 1",
+        [mem_id, *params],
+    ).fetchone()
+
+
 def duplicate_pairs(conn: sqlite3.Connection, limit: int = 200) -> list[tuple[str, str, str]]:
     """(kept id, duplicate id, title) of memories saying the same normalised text, not deprecated: the one
     created first is kept (two machines can each remember the same statement before they sync)."""

@@ -1,5 +1,5 @@
 """One recall's search: candidates per scope, ranking (keyword or hybrid), current versions first, collapse of
-near-duplicates, cited lines, open conflicts, then the byte budget.
+near-duplicates, the best result's thread continuation, cited lines, open conflicts, then the byte budget.
 
 `find` is the one entry point the recall operation calls (tests/test_layers.py holds it to that): it takes the
 opened scopes and a checked query and returns the results in order; the operation answers and bumps heat.
@@ -22,6 +22,7 @@ from .planner import DOCUMENTS, MEMORIES, Candidate, Filters, Plan, plan_and_fet
 from .rank import UNLIMITED, DeferredLines, Pool, SearchSettings, memory_result, rank, result_key
 from .semantic import SemanticUnavailable
 from .succession import current_first
+from .threads import continue_best
 
 __all__ = ["Found", "RecallQuery", "SearchSettings", "find", "fit_budget", "mark_open_conflicts", "memory_result"]
 
@@ -97,6 +98,7 @@ def find(settings: SearchSettings, opened: Sequence[Opened], q: RecallQuery) -> 
     cosine_min = semantic.config.collapse_cosine if ran == "hybrid" else 1.0
     results, collapsed = collapse_ranked(settings, pools, ranked, q.limit, cosine_min if cosine_min < 1.0 else None)
     succession.mark(results)
+    results = continue_best(settings, pools, results, q.limit, lines)
     for r in results:
         if (locate := lines.get(result_key(r.scope, r.id))) is not None:
             r.line = locate()

@@ -2,10 +2,11 @@
 
 from __future__ import annotations
 
+import sqlite3
 from datetime import date
 from typing import Any
 
-from ..domain.errors import InputError
+from ..domain.errors import InputError, NotFoundError
 from ..domain.fields import BY_NAME, EDIT_VALUES, Kind
 from ..domain.memory import OptionalValues
 from ..domain.textinput import check_text
@@ -46,6 +47,17 @@ def check_values(values: OptionalValues | None, before: OptionalValues | None = 
     )
     checked |= {n: check_text(v, n).strip() or None for n, v in given.items() if n not in day_fields}
     return {n: checked[n] for n in EDIT_VALUES if n in checked}  # in the table's order
+
+
+def check_follows(conn: sqlite3.Connection, values: dict[str, str | None], own_id: str | None = None) -> None:
+    """`follows` names another memory of the same store (a thread link to nothing would never show)."""
+    follows = values.get("follows")
+    if not follows:
+        return
+    if follows == own_id:
+        raise InputError(f"follows: '{follows}' is this memory itself")
+    if conn.execute("SELECT 1 FROM memories WHERE id = ?", (follows,)).fetchone() is None:
+        raise NotFoundError(f"follows: no memory with id '{follows}' in this store")
 
 
 def word_arg(value: str, allowed: tuple[str, ...], name: str) -> str:

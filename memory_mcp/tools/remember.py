@@ -20,7 +20,7 @@ from ..search.conflicts import (
     find_neighbours,
 )
 from ..store.paths import Store
-from .arguments import check_values, enum_arg
+from .arguments import check_follows, check_values, enum_arg
 from .links import link_entry, link_supersede
 from .state import ServiceState
 
@@ -52,6 +52,7 @@ def remember(
     s = svc.scopes.session(scope, store, create=True)
     with s.transaction() as report:
         conn = s.conn
+        check_follows(conn, values_set)
         existing = ix.find_by_norm_hash(conn, canon.norm_hash(title, body))
         if existing is not None:
             return RememberAnswer(

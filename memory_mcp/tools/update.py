@@ -19,7 +19,7 @@ from ..index import db as ix
 from ..index import reads
 from ..store.scopes import Opened, locate, merged_report
 from ..store.session import StoreSession
-from .arguments import check_values, enum_arg, word_arg
+from .arguments import check_follows, check_values, enum_arg, word_arg
 from .links import chain, link_entry, link_supersede
 from .state import ServiceState
 
@@ -143,6 +143,7 @@ def _edit(
     if source is not None:
         fields["source"] = svc.limits.source(source)
     fields.update(check_values(request.values, before=mem))
+    check_follows(s.conn, fields, own_id=mem.id)
     new_title = svc.limits.title(title) if title is not None else None
     new_body = svc.limits.body(body) if body is not None else None
     if not fields and new_title is None and new_body is None:
