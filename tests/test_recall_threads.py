@@ -56,6 +56,8 @@ async def test_follows_must_name_a_memory_of_the_store(store: Path) -> None:
         first = (await t.remember("First", "One body."))["id"]
         missing = await t.err("memory_remember", title="Second", body="Two body.", follows="01KH0000000000000000000009")
         assert "follows: no memory with id '01KH0000000000000000000009'" in missing
+        shape = await t.err("memory_remember", title="Second", body="Two body.", follows="x" * 5000)
+        assert "follows: 'xxxx" in shape and "is not a memory id" in shape
         second = (await t.remember("Second", "Two body.", follows=first))["id"]
         assert "follows: '" in await t.err("memory_update", op="edit", id=second, follows=second)
         text = (await t.read(id=second))["text"]

@@ -15,6 +15,7 @@ class Kind(StrEnum):
     TEXT = "text"
     LIST = "list"  # a list of names
     LINKS = "links"  # a list of memory ids, maybe written as Obsidian links
+    LINK = "link"  # one memory id
     TIME = "time"  # an ISO time the server writes (`2026-02-11T09:10:00Z`)
     DATE = "date"  # a day a person or agent sets (`2026-05-31`), YAML-unquoted like a time
     CONFLICTS = "conflicts"  # the conflict pairs recorded in the newer memory
@@ -112,7 +113,7 @@ FIELDS: tuple[FieldSpec, ...] = (
     ),
     # a thread (issue 28): the memory this one continues — the message before it in a conversation, the step
     # before it; recall shows the best result's continuation right after it (search/threads.py)
-    FieldSpec("follows", Kind.TEXT, column=True, edit=True, description="Id of the memory this one continues."),
+    FieldSpec("follows", Kind.LINK, column=True, edit=True, description="Id of the memory this one continues."),
     FieldSpec("related", Kind.LINKS, _LINK_RULE, leading=False),
     FieldSpec(
         "conflicts",

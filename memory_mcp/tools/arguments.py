@@ -6,6 +6,7 @@ import sqlite3
 from datetime import date
 from typing import Any
 
+from ..canon.files import ID_PATTERN
 from ..domain.errors import InputError, NotFoundError
 from ..domain.fields import BY_NAME, EDIT_VALUES, Kind
 from ..domain.memory import OptionalValues
@@ -46,6 +47,9 @@ def check_values(values: OptionalValues | None, before: OptionalValues | None = 
         {n: getattr(before, n) for n in day_fields} if before is not None else None,
     )
     checked |= {n: check_text(v, n).strip() or None for n, v in given.items() if n not in day_fields}
+    for name, value in checked.items():
+        if value and BY_NAME[name].kind is Kind.LINK and not ID_PATTERN.match(value):
+            raise InputError(f"{name}: {value[:70]!r} is not a memory id")
     return {n: checked[n] for n in EDIT_VALUES if n in checked}  # in the table's order
 
 
