@@ -94,3 +94,15 @@ async def test_compatibility_characters_in_stored_text_are_found_by_plain_words(
         assert "ﬁnance" in text and "ｆｕｌｌ" in text  # the canon and what is shown keep what was written
         result = await t.recall("finance")
         assert "ﬁnance" in str(result)
+
+
+async def test_a_snake_case_word_is_found_as_typed(store: Path) -> None:
+    # the fuzzer's "0_0" title: the planner dropped `_` from query words ("max_connections" became
+    # "maxconnections"), which the index, splitting at `_`, never holds
+    async with stdio_tools(store) as t:
+        pool = (await t.remember("Pool size", "Set max_connections to 200 on the primary."))["id"]
+        titled = (await t.remember("0_0", "postgres"))["id"]
+        for query in ["max_connections", "MAX_CONNECTIONS", "max connections"]:
+            assert (await t.recall_ids(query))[0] == pool, query
+        assert titled in await t.recall_ids("0_0")
+        assert (await t.recall("___"))["results"] == []  # underscores alone search nothing

@@ -157,7 +157,7 @@ JSON = st.recursive(
 DATES = st.sampled_from(["2026-12-31", "2027-02-28", "2026-02-30", "2026-13-01", "31.12.2026", "tomorrow", "", "2026-12-31T00:00:00Z"])  # fmt: skip
 STORES = st.sampled_from(["work", "../escape", "", ".", "a/b", "/tmp", "store", "Work"]) | st.text(CHARS, max_size=8)
 OP_FIELDS = {
-    "edit": {"title", "body", "type", "trust", "entities", "source", "review_after", "expected_sha256"},
+    "edit": {"title", "body", "type", "trust", "entities", "source", "review_after", "follows", "expected_sha256"},
     "supersede": {"by"},
     "set_state": {"state", "reason"},
     "link": {"other_id"},
@@ -228,6 +228,7 @@ def plausible_value(data: st.DataObject, name: str, schema: dict[str, Any], know
         "by": ids,
         "other_id": ids,
         "winner": ids,
+        "follows": ids,
         "path": st.sampled_from(known.paths) if known.paths else st.just("memories/none.md"),
         "pair_hash": _pool(known.pairs, st.just("0" * 16)),
         "expected_sha256": _pool(known.shas, st.just("0" * 64)),
@@ -263,6 +264,7 @@ def hostile_value(data: st.DataObject, name: str, schema: dict[str, Any], known:
         "by": ids,
         "other_id": ids,
         "winner": ids,
+        "follows": ids,
         "path": _pool(known.paths, st.sampled_from(["memories/../x.md", "/etc/passwd", "memories/", "x.md:3"]) | text),
         "pair_hash": _pool(known.pairs, st.sampled_from(["", "0" * 16]) | text),
         "expected_sha256": _pool(known.shas, st.sampled_from(["", "0" * 64]) | text),

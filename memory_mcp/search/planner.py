@@ -50,11 +50,14 @@ def words_of(query: str) -> list[str]:
 def terms_of(query: str, dictionary: EntityDictionary | None = None) -> list[Term]:
     seen: dict[str, Term] = {}
     for word in words_of(query[:MAX_QUERY_CHARS]):
-        w = fold(word).replace("_", "")
-        if w and w not in seen:
+        w = fold(word)
+        # `_` joins a word here (`\w`) and separates tokens in the index: "max_connections" is searched as the
+        # phrase "max connections" (it was once stripped, and "maxconnections" matched nothing); a word of
+        # underscores alone has no token to search
+        if w.strip("_") and w not in seen:
             # where SQLite folds the word otherwise (Greek tonos kept, a full-width letter or a ligature as it
             # is), its own form is searched too: the index holds that token, never `fold`'s
-            typed = word_tokenizer_fold(word).replace("_", "").strip()
+            typed = word_tokenizer_fold(word).strip()
             seen[w] = Term(text=w, stem=stem(w), root=verb_root(w), typed=typed if typed and typed != w else None)
             # German writes one word with ß or with ss ("Straße", "Strasse"; Swiss German never uses ß): the
             # index keeps each as written, so the query asks for the other spelling too

@@ -47,8 +47,10 @@ def remember(
     supersedes = list(dict.fromkeys(supersedes or []))
     if not private:  # a private memory (`sync: local`) never leaves this machine: it may hold anything
         refuse_secrets({"title": title, "body": body, "source": source, **values_set})
-    if supersedes and svc.missing_stores(scope, store, home=True):  # before the new store is laid out
-        raise NotFoundError(f"supersedes: no memory with id '{supersedes[0]}' (the store has no memories yet)")
+    if (supersedes or values_set.get("follows")) and svc.missing_stores(scope, store, home=True):
+        # before the new store is laid out: a link to a memory of a store that does not exist yet is an error
+        name, first = ("supersedes", supersedes[0]) if supersedes else ("follows", values_set["follows"])
+        raise NotFoundError(f"{name}: no memory with id '{first}' (the store has no memories yet)")
     s = svc.scopes.session(scope, store, create=True)
     with s.transaction() as report:
         conn = s.conn
