@@ -11,6 +11,7 @@ from ..domain.errors import InputError, NotFoundError
 from ..domain.fields import BY_NAME, EDIT_VALUES, Kind
 from ..domain.memory import OptionalValues
 from ..domain.textinput import check_text
+from ..index import reads
 
 
 def check_date(value: str | None, name: str) -> str | None:
@@ -60,7 +61,7 @@ def check_follows(conn: sqlite3.Connection, values: dict[str, str | None], own_i
         return
     if follows == own_id:
         raise InputError(f"follows: '{follows}' is this memory itself")
-    if conn.execute("SELECT 1 FROM memories WHERE id = ?", (follows,)).fetchone() is None:
+    if not reads.memory_states(conn, [follows]):
         raise NotFoundError(f"follows: no memory with id '{follows}' in this store")
 
 
