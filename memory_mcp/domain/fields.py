@@ -90,7 +90,7 @@ FIELDS: tuple[FieldSpec, ...] = (
         FieldMergeRule(MergeHow.SET, "tags: both sides' additions count, a removal is a decision"),
         edit=True,
     ),
-    FieldSpec("source", Kind.TEXT, edit=True, description="Where it came from: conversation, URL, file."),
+    FieldSpec("source", Kind.TEXT, edit=True, description="Origin: conversation, URL, file."),
     FieldSpec("created", Kind.TIME),
     FieldSpec(
         "updated",
@@ -113,7 +113,7 @@ FIELDS: tuple[FieldSpec, ...] = (
     ),
     # a thread (issue 28): the memory this one continues — the message before it in a conversation, the step
     # before it; recall shows the best result's continuation right after it (search/threads.py)
-    FieldSpec("follows", Kind.LINK, column=True, edit=True, description="Id of the memory this one continues."),
+    FieldSpec("follows", Kind.LINK, column=True, edit=True, description="Id of the memory it continues."),
     FieldSpec("related", Kind.LINKS, _LINK_RULE, leading=False),
     FieldSpec(
         "conflicts",

@@ -250,9 +250,7 @@ def build_server(
                 description="Every tool: local = this project's, global = the account's; default: both to read, local to write."
             ),
         ] = None,
-        private: Annotated[
-            bool, Field(description="This machine only (`sync: local`): never synced, may hold a secret.")
-        ] = False,
+        private: Annotated[bool, Field(description="Never synced (`sync: local`); may hold a secret.")] = False,
         **values: str | None,
     ) -> Annotated[CallToolResult, RememberAnswer]:
         answer = service.remember(
@@ -276,14 +274,11 @@ def build_server(
         scope: ScopeArg = None,
         mode: Annotated[
             RecallMode,
-            Field(description="bm25 = keywords; hybrid = + embeddings (if set up); auto = the configured one."),
+            Field(description="hybrid = + embeddings (if set up); auto = as configured."),
         ] = "auto",
         budget: Annotated[
             int | None,
-            Field(
-                description="Bytes instead of a count (at least 256): best results while title, path:line and "
-                "excerpt fit."
-            ),
+            Field(description="Bytes instead of a count (at least 256)."),
         ] = None,
         as_of: Annotated[str | None, Field(description="YYYY-MM-DD: as it stood then.")] = None,
     ) -> Annotated[CallToolResult, RecallAnswer]:
