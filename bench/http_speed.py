@@ -15,12 +15,17 @@ Because the load of a shared machine moves the wall-clock figures, each row also
 call of the server process (from /proc, Linux; "-" elsewhere) and of this client process: they change
 little with the load and say where a call's time goes. The row "http, 16 clients, read" calls
 memory_read of one memory instead: its server CPU per call is the transport's own cost (HTTP, the SDK's
-JSON-RPC handling, auth), so a recall's server CPU minus it is the recall itself.
+JSON-RPC handling, auth), so a recall's server CPU minus it is the recall itself. The row "http, 16 raw
+clients" drives the same recalls with a light load generator instead of the SDK client (each its own
+session, initialized as the protocol says, then one JSON-RPC POST per call over a kept-alive connection, the
+answer parsed; httpx2, the SDK's own HTTP library): its client CPU is a fraction of the SDK client's, so it
+shows what the server itself can serve when the clients do not share its two CPUs so heavily.
 """
 
 from __future__ import annotations
 
 import argparse
+import json
 import os
 import subprocess
 import sys
@@ -29,10 +34,12 @@ import time
 from pathlib import Path
 
 import anyio
+import httpx2
 import mcp
 from mcp.client.streamable_http import streamable_http_client
 from mcp.shared._httpx_utils import create_mcp_http_client
 
+PROTOCOL_VERSION = "2025-06-18"
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 from speed import generate, pct, queries  # noqa: E402
 
@@ -213,6 +220,64 @@ async def mixed(http: Http, clients: int, calls: int, qs: list[str]) -> tuple[in
     return len(written), len(errors), lost, elapsed
 
 
+async def raw_level(http: Http, clients: int, qs: list[str], seconds: float, cpu: CpuWindow) -> dict:
+    """`clients` light JSON-RPC clients recalling back to back (see the module docstring)."""
+    headers = {
+        "Authorization": f"Bearer {http.token}",
+        "Accept": "application/json, text/event-stream",
+        "Content-Type": "application/json",
+        "MCP-Protocol-Version": PROTOCOL_VERSION,
+    }
+    latencies: list[float] = []
+
+    def answer_of(r: httpx2.Response) -> dict:
+        if r.headers.get("content-type", "").startswith("text/event-stream"):
+            for line in r.text.splitlines():
+                if line.startswith("data:"):
+                    return json.loads(line[5:])
+            raise SystemExit("an event stream with no data")
+        return r.json()
+
+    async def one(n: int) -> None:
+        async with httpx2.AsyncClient(headers=headers, timeout=60) as c:
+            hello = {
+                "protocolVersion": PROTOCOL_VERSION,
+                "capabilities": {},
+                "clientInfo": {"name": "raw", "version": "0"},
+            }
+            r = await c.post(http.url, json={"jsonrpc": "2.0", "id": 0, "method": "initialize", "params": hello})
+            session = {"mcp-session-id": r.headers["mcp-session-id"]} if "mcp-session-id" in r.headers else {}
+            await c.post(http.url, json={"jsonrpc": "2.0", "method": "notifications/initialized"}, headers=session)
+            await ready.wait()
+            end, i = time.perf_counter() + seconds, n * 37
+            while time.perf_counter() < end:
+                call = {"name": "memory_recall", "arguments": {"query": qs[i % len(qs)], "limit": 10}}
+                t0 = time.perf_counter()
+                r = await c.post(
+                    http.url,
+                    json={"jsonrpc": "2.0", "id": i + 1, "method": "tools/call", "params": call},
+                    headers=session,
+                )
+                got = answer_of(r)
+                latencies.append(time.perf_counter() - t0)
+                if "result" not in got or got["result"].get("isError"):
+                    raise SystemExit(f"raw recall failed: {str(got)[:300]}")
+                i += 1
+
+    ready = anyio.Event()
+    async with anyio.create_task_group() as tg:
+        for n in range(clients):
+            tg.start_soon(one, n)
+        await anyio.sleep(1.0 + clients * 0.1)
+        cpu.start()
+        t0 = time.perf_counter()
+        ready.set()
+    elapsed = time.perf_counter() - t0
+    return {"what": f"http, {clients} raw clients", "n": len(latencies), "rate": len(latencies) / elapsed,
+            "p50": pct(latencies, 0.50) * 1000, "p95": pct(latencies, 0.95) * 1000,
+            **cpu.stop(len(latencies))}  # fmt: skip
+
+
 def first_id(store: Path) -> str:
     """The id of the first generated memory (read from its file: the generator decides ids)."""
     path = min((store / "memories").glob("*.md"))
@@ -247,6 +312,7 @@ async def run(args: argparse.Namespace) -> None:
         for n in (1, 4, 16):
             rows.append(await level(http, n, qs, args.seconds, cpu))
         rows.append(await level(http, 16, qs, args.seconds, cpu, read_id=first_id(store)))
+        rows.append(await raw_level(http, 16, qs, args.seconds, cpu))
         print(f"load after:  {uptime()}")
         print(f"\n{args.size} memories, recall limit 10, {args.seconds:g} s per row; CPU = ms per call")
         print(f"{'':<26}{'calls':>7}{'calls/s':>9}{'p50 ms':>9}{'p95 ms':>9}{'server CPU':>12}{'client CPU':>12}")
