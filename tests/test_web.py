@@ -20,6 +20,7 @@ import pytest
 from starlette.testclient import TestClient
 
 from memory_mcp.canon.files import read_frontmatter
+from memory_mcp.domain.memory import OptionalValues
 from memory_mcp.edges.web import DONE, TOKEN_FIELD, TOKEN_HEADER, WebView, make_server
 from memory_mcp.tools.service import MemoryService
 
@@ -638,3 +639,16 @@ def test_serve_with_ui_port_keeps_stdout_for_mcp(example: Path) -> None:
             proc.kill()
         proc.stdout.close()
         proc.stderr.close()
+
+
+def test_search_results_carry_the_marks_the_tools_text_gives(client: TestClient, service: MemoryService) -> None:
+    """A current version and a thread's continuation are marked on the page as in recall's text."""
+    want = service.recall("atlas api heroku", limit=20, include_deprecated=True, touch=False)
+    heads = [r for r in want.results if r.current_version_of]
+    assert heads, "the example store's Atlas chain brings its current version in"
+    page = client.get("/memories", params={"q": "atlas api heroku"}).text
+    assert '<span class="chip mark">current version of' in page
+    asks = service.remember("Zebracorn question", "Who feeds the zebracorn on Sundays?", type="episode")
+    service.remember("Rota reply", "Priya, every other week.", type="episode", values=OptionalValues(follows=asks.id))
+    page = client.get("/memories", params={"q": "who feeds the zebracorn"}).text
+    assert '<span class="chip mark">follows #1' in page

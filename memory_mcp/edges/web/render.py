@@ -15,7 +15,8 @@ from jinja2 import Environment, PackageLoader, StrictUndefined
 from markupsafe import Markup
 
 from ...domain.fields import BY_NAME, EDIT_VALUES, Kind
-from ...domain.models import MemoryType, State, Trust
+from ...domain.models import MemoryType, RecallAnswer, RecallResult, State, Trust
+from ..answer_text import current_mark, thread_mark
 from .guard import LOOPBACK
 
 
@@ -49,6 +50,11 @@ SEARCH_STEPS = {
 }
 
 
+def result_marks(answer: RecallAnswer, r: RecallResult) -> list[str]:
+    """What the text answer says beside a result ("current version of #3", "follows #1"), for the page too."""
+    return [mark for mark in (current_mark(answer, r), thread_mark(answer, r)) if mark is not None]
+
+
 def search_steps(plan: str) -> list[str]:
     """A recall plan (`all-terms+trigram`) as the steps it ran, in plain words."""
     return [SEARCH_STEPS.get(leg, leg) for leg in plan.split("+")]
@@ -79,6 +85,7 @@ ENV.globals.update(
     loopback=LOOPBACK,
     plural=plural,
     search_steps=search_steps,
+    result_marks=result_marks,
     memory_types=[t.value for t in MemoryType],
     # the edit form's optional values: (name, input type) from the field table
     value_inputs=[(name, "date" if BY_NAME[name].kind is Kind.DATE else "text") for name in EDIT_VALUES],
