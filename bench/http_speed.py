@@ -31,6 +31,7 @@ import subprocess
 import sys
 import tempfile
 import time
+from collections.abc import Awaitable, Callable
 from pathlib import Path
 
 import anyio
@@ -145,7 +146,7 @@ async def level(
     """`clients` sessions recalling (or, with `read_id`, reading that memory) back to back for `seconds`."""
     latencies: list[float] = []
 
-    async def one(n: int) -> None:
+    async def one(n: int, ready: anyio.Event) -> None:
         async with http.client() as c:
             await c.call_tool("memory_status", {})  # the session is open before the clock starts
             await ready.wait()
@@ -154,16 +155,28 @@ async def level(
             else:
                 await read_for(c, read_id, seconds, latencies)
 
+    what = f"http, {clients} client(s)" + (", read" if read_id else "")
+    return await timed_clients(what, clients, one, 1.0 + clients * 0.2, cpu, latencies)
+
+
+async def timed_clients(
+    what: str,
+    clients: int,
+    one: Callable[[int, anyio.Event], Awaitable[None]],
+    settle: float,
+    cpu: CpuWindow,
+    latencies: list[float],
+) -> dict:
+    """Start `clients` tasks `one(n, ready)`, start the clock once they are set up, and sum up their calls."""
     ready = anyio.Event()
     async with anyio.create_task_group() as tg:
         for n in range(clients):
-            tg.start_soon(one, n)
-        await anyio.sleep(1.0 + clients * 0.2)
+            tg.start_soon(one, n, ready)
+        await anyio.sleep(settle)
         cpu.start()
         t0 = time.perf_counter()
         ready.set()
     elapsed = time.perf_counter() - t0
-    what = f"http, {clients} client(s)" + (", read" if read_id else "")
     return {"what": what, "n": len(latencies), "rate": len(latencies) / elapsed,
             "p50": pct(latencies, 0.50) * 1000, "p95": pct(latencies, 0.95) * 1000,
             **cpu.stop(len(latencies))}  # fmt: skip
@@ -238,7 +251,7 @@ async def raw_level(http: Http, clients: int, qs: list[str], seconds: float, cpu
             raise SystemExit("an event stream with no data")
         return r.json()
 
-    async def one(n: int) -> None:
+    async def one(n: int, ready: anyio.Event) -> None:
         async with httpx2.AsyncClient(headers=headers, timeout=60) as c:
             hello = {
                 "protocolVersion": PROTOCOL_VERSION,
@@ -264,18 +277,7 @@ async def raw_level(http: Http, clients: int, qs: list[str], seconds: float, cpu
                     raise SystemExit(f"raw recall failed: {str(got)[:300]}")
                 i += 1
 
-    ready = anyio.Event()
-    async with anyio.create_task_group() as tg:
-        for n in range(clients):
-            tg.start_soon(one, n)
-        await anyio.sleep(1.0 + clients * 0.1)
-        cpu.start()
-        t0 = time.perf_counter()
-        ready.set()
-    elapsed = time.perf_counter() - t0
-    return {"what": f"http, {clients} raw clients", "n": len(latencies), "rate": len(latencies) / elapsed,
-            "p50": pct(latencies, 0.50) * 1000, "p95": pct(latencies, 0.95) * 1000,
-            **cpu.stop(len(latencies))}  # fmt: skip
+    return await timed_clients(f"http, {clients} raw clients", clients, one, 1.0 + clients * 0.1, cpu, latencies)
 
 
 def first_id(store: Path) -> str:
