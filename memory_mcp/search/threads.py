@@ -59,7 +59,9 @@ def continue_best(
     continuation = []
     for _, mem_id, follows in chain:
         key = result_key(best.scope, mem_id)
-        r = shown.get(key) or built[key]
+        r = shown.get(key) or built.get(key)
+        if r is None:
+            break  # the ranking would not build it: the thread is shown as far as it could be
         if key not in shown:
             r.matched = False
         r.continues = follows
