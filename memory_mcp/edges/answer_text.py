@@ -26,10 +26,7 @@ def recall_text(answer: RecallAnswer) -> str:
             tags.append(r.trust)
         if len(scopes) > 1:
             tags.append(r.scope)
-        if (mark := current_mark(answer, r)) is not None:
-            tags.append(mark)
-        if (mark := thread_mark(answer, r)) is not None:
-            tags.append(mark)
+        tags.extend(result_marks(answer, r))
         lines.append(f"{n}. {r.title} ({', '.join(tags)}) score {r.score:.2f}")
         ident = f" id {r.id}" if r.kind == "memory" else ""
         lines.append(f"   {r.path}:{r.line}{ident}")
@@ -92,22 +89,20 @@ def remember_text(answer: RememberAnswer) -> str:
     return "\n".join(lines)
 
 
-def current_mark(answer: RecallAnswer, r: RecallResult) -> str | None:
-    """ "current version of #3, #5" (results of this answer by rank, or by id when the limit cut them)."""
-    if not r.current_version_of:
-        return None
+def result_marks(answer: RecallAnswer, r: RecallResult) -> list[str]:
+    """What every rendering says beside a result: "current version of #3, #5" and "follows #1" (results of this
+    answer by rank, or by id when the limit cut them)."""
     rank_of = {(x.scope, x.id): n for n, x in enumerate(answer.results, 1)}
-    refs = [f"#{rank_of[(r.scope, i)]}" if (r.scope, i) in rank_of else i for i in r.current_version_of]
-    return "current version of " + ", ".join(refs)
 
+    def ref(mem_id: str) -> str:
+        return f"#{rank_of[(r.scope, mem_id)]}" if (r.scope, mem_id) in rank_of else mem_id
 
-def thread_mark(answer: RecallAnswer, r: RecallResult) -> str | None:
-    """ "follows #1" when this result is shown as the continuation of the one above it in its thread."""
-    if r.continues is None:
-        return None
-    rank_of = {(x.scope, x.id): n for n, x in enumerate(answer.results, 1)}
-    ref = f"#{rank_of[(r.scope, r.continues)]}" if (r.scope, r.continues) in rank_of else r.continues
-    return f"follows {ref}" + ("" if r.matched else ", not matched by the query")
+    marks = []
+    if r.current_version_of:
+        marks.append("current version of " + ", ".join(ref(i) for i in r.current_version_of))
+    if r.continues is not None:
+        marks.append(f"follows {ref(r.continues)}" + ("" if r.matched else ", not matched by the query"))
+    return marks
 
 
 def index_note(index: IndexReport) -> str | None:

@@ -38,7 +38,7 @@ from ..importers.run import ImportAnswer, apply_import, dry_run, plan_import
 from ..store.git import GitFailedError
 from ..store.sync import SyncOptions
 from ..tools.service import MemoryService
-from .answer_text import current_mark, thread_mark
+from .answer_text import result_marks
 
 if TYPE_CHECKING:
     from tqdm import tqdm
@@ -706,9 +706,7 @@ def _recall_text(a: RecallAnswer) -> str:
     lines = [f"-- as of {a.as_of}: what the store held as current that day"] if a.as_of else []
     for n, r in enumerate(a.results, 1):
         tag = "" if r.state == "active" else f" [{r.state}]"
-        for mark in (current_mark(a, r), thread_mark(a, r)):
-            if mark is not None:
-                tag += f" [{mark}]"
+        tag += "".join(f" [{mark}]" for mark in result_marks(a, r))
         lines.append(f"{n}. {r.title}{tag}  ({r.type}, score {r.score:.3f})")
         lines.append(f"   {r.path}:{r.line}")
         lines.append(f"   {r.excerpt}")

@@ -15,8 +15,8 @@ from jinja2 import Environment, PackageLoader, StrictUndefined
 from markupsafe import Markup
 
 from ...domain.fields import BY_NAME, EDIT_VALUES, Kind
-from ...domain.models import MemoryType, RecallAnswer, RecallResult, State, Trust
-from ..answer_text import current_mark, thread_mark
+from ...domain.models import MemoryType, State, Trust
+from ..answer_text import result_marks
 from .guard import LOOPBACK
 
 
@@ -48,11 +48,6 @@ SEARCH_STEPS = {
     "empty query": "nothing to search for: the query is empty",
     "current handoff": "the current handoff",
 }
-
-
-def result_marks(answer: RecallAnswer, r: RecallResult) -> list[str]:
-    """What the text answer says beside a result ("current version of #3", "follows #1"), for the page too."""
-    return [mark for mark in (current_mark(answer, r), thread_mark(answer, r)) if mark is not None]
 
 
 def search_steps(plan: str) -> list[str]:
