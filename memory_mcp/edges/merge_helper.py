@@ -25,6 +25,8 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
 
+from .merge_client import ask
+
 IDLE_SECONDS = 20.0  # long enough to span one pull's merges, short enough to leave nothing behind
 MAX_REQUEST_BYTES = 1 << 16
 # what git set for the driver of one repository: the helper serves merges from any repository after it
@@ -192,8 +194,6 @@ def _lock_path(sock_path: str) -> str:
 
 def stop(sock_path: str, wait_seconds: float = 10.0) -> bool:
     """Ask the helper on `sock_path` to stop and wait until it let go of its lock; True when one was running."""
-    from .merge_client import ask
-
     try:
         answered = ask(sock_path, ["stop"], timeout=wait_seconds) is not None
     except OSError:
