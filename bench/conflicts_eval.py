@@ -10,13 +10,16 @@ summed per category.
     python bench/conflicts_eval.py --show-errors        # also every false alarm and every miss, with reasons
     python bench/conflicts_eval.py --json
     python bench/conflicts_eval.py --speed 2000       # remember time when 2,000 memories share its entity
-    python bench/conflicts_eval.py --set held-out-2   # the blind set (issue 25): aggregate figures only
+    python bench/conflicts_eval.py --set held-out-2   # a blind set (issue 25): aggregate figures only
+    python bench/conflicts_eval.py --set held-out-3   # the newer blind set (2026-12-06), likewise
 
 The cases are hand-written for this project (bench/conflict_cases.jsonl is the dev set the gate was
 tuned on; bench/conflict_cases_heldout.jsonl was written at the same time and is only measured;
 bench/conflict_cases_heldout2.jsonl was written later by sessions that had never seen the gate or the other
 sets, and is the figure that counts: run it once per design, never with --show-errors; bench/conflict_cases_dev4.jsonl
-was written the same way, measured blind once with design 2, and then opened as a development set).
+was written the same way, measured blind once with design 2, and then opened as a development set;
+bench/conflict_cases_heldout3.jsonl was written blind for the gate's fifth design, like held-out-2). The
+gate's weighing is fitted on the development sets only (bench/conflicts_train.py).
 """
 
 from __future__ import annotations

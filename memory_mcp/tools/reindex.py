@@ -98,7 +98,7 @@ def _close_stale_conflicts(svc: ServiceState, s: StoreSession) -> list[AutoClose
                     entry["status"] = "resolved"
                     entry["resolution"] = AUTO_CLOSED
                     entry["resolved"] = now
-                    entry["note"] = "not a conflict by the current gate: " + "; ".join(pair.reasons)
+                    entry["note"] = "not recorded by the current gate: " + "; ".join(pair.reasons)
 
         try:
             canon.rewrite(s.store.root / path, mutate, expected_sha=ledger[path].sha256)

