@@ -433,3 +433,18 @@ async def test_a_change_cue_points_at_the_closest_attribute(tools: Tools, store:
     # without a cue the same words are only related: nothing says who handles incidents changed
     weekly = await _say(tools, "Omar and his squad review payments incidents weekly", "payments-api", "omar")
     assert {r["id"]: r["kind"] for r in weekly["related"]}[rota["id"]] == "related"
+
+
+def test_the_fitted_weighing_names_only_signals_the_gate_measures() -> None:
+    # a weight under a name `PairSignals` lacks would silently count 0 (a renamed signal, a stale model file)
+    from dataclasses import fields
+
+    from memory_mcp.search import conflict_model
+    from memory_mcp.search.conflicts import PairSignals
+
+    measured = {f.name for f in fields(PairSignals)}
+    for model in (conflict_model.KEYWORD, conflict_model.SEMANTIC):
+        assert set(model.weights) <= measured, set(model.weights) - measured
+        assert 0.0 < model.possible_at <= model.write_at < 1.0
+    # the keyword model never saw a cosine: it has no weight for one
+    assert not {n for n in conflict_model.KEYWORD.weights if "cosine" in n}
