@@ -155,18 +155,16 @@ def predict(w: list[float], x: list[float]) -> float:
 # ---------------------------------------------------------------- scoring
 
 
-# the write threshold of the run (set once chosen): a pair the rules call agreeing is called below it only then
-write_at_of_the_run = [0.0]
-
-
-def tally(scored: list[tuple[Example, float]], truths: list[CaseTruth], at: float) -> tuple[int, int, int]:
-    """(tp, fp, fn) over pairs: a pair is called at probability ≥ `at`; an expected pair never judged is a miss."""
+def tally(
+    scored: list[tuple[Example, float]], truths: list[CaseTruth], at: float, write_at: float = 0.0
+) -> tuple[int, int, int]:
+    """(tp, fp, fn) over pairs: a pair is called at probability ≥ `at`; an expected pair never judged is a miss.
+    Below `write_at` a pair the rules call agreeing (near-duplicate) is not called, as `weigh` decides."""
     duplicate = SIGNALS.index("rule_duplicate") if "rule_duplicate" in SIGNALS else None
-    # as `weigh` decides: below the write threshold an agreeing pair (the rules' near-duplicate) stays one
     called = {
         (e.set_name, e.case_id, e.key)
         for e, p in scored
-        if p >= at and (p >= write_at_of_the_run[0] or duplicate is None or not e.x[duplicate])
+        if p >= at and (p >= write_at or duplicate is None or not e.x[duplicate])
     }
     expected = {(t.set_name, t.case_id, k) for t in truths for k in t.expected}
     return len(called & expected), len(called - expected), len(expected - called)
@@ -178,10 +176,11 @@ def f_beta(tp: int, fp: int, fn: int, beta: float) -> float:
 
 
 def best_threshold(
-    scored: list[tuple[Example, float]], truths: list[CaseTruth], beta: float, cap: float = 1.0
+    scored: list[tuple[Example, float]], truths: list[CaseTruth], beta: float, write_at: float | None = None
 ) -> float:
-    grid = [i / 100 for i in range(5, 100)]
-    return max((t for t in grid if t <= cap), key=lambda t: (f_beta(*tally(scored, truths, t), beta), t))
+    """The threshold (at most `write_at`, when given) with the best F-beta."""
+    grid = [i / 100 for i in range(5, 100) if write_at is None or i / 100 <= write_at]
+    return max(grid, key=lambda t: (f_beta(*tally(scored, truths, t, write_at or 0.0), beta), t))
 
 
 def pr(tp: int, fp: int, fn: int) -> str:
@@ -245,17 +244,16 @@ def main(argv: list[str] | None = None) -> int:
     else:
         out_of_set = leave_one_set_out(args.l2)
     write_at = best_threshold(out_of_set, all_truths, 0.5)
-    write_at_of_the_run[0] = write_at
-    possible_at = best_threshold(out_of_set, all_truths, 2.0, cap=write_at)
+    possible_at = best_threshold(out_of_set, all_truths, 2.0, write_at)
     print(f"\nthresholds from the out-of-set probabilities: WRITE_AT {write_at:.2f}, POSSIBLE_AT {possible_at:.2f}")
     print(f"{'left out':<10} {'written':<28} {'written + possible':<28}")
     for held in names:
         part = [(e, p) for e, p in out_of_set if e.set_name == held]
         print(
-            f"{held:<10} {pr(*tally(part, truths[held], write_at)):<28} {pr(*tally(part, truths[held], possible_at))}"
+            f"{held:<10} {pr(*tally(part, truths[held], write_at)):<28} {pr(*tally(part, truths[held], possible_at, write_at))}"
         )
     print(
-        f"{'pooled':<10} {pr(*tally(out_of_set, all_truths, write_at)):<28} {pr(*tally(out_of_set, all_truths, possible_at))}"
+        f"{'pooled':<10} {pr(*tally(out_of_set, all_truths, write_at)):<28} {pr(*tally(out_of_set, all_truths, possible_at, write_at))}"
     )
     w = fit([e for n in names for e in data[n]], args.l2)
     print("\nweights fitted on all development sets:")
