@@ -123,7 +123,7 @@ SEMANTIC = Model(
 def probability(signals: Mapping[str, float], semantic: bool = False) -> float:
     """How likely the pair is a real conflict, by the fitted weights (a signal without a weight counts 0)."""
     model = SEMANTIC if semantic else KEYWORD
-    z = model.bias + sum(model.weights.get(name, 0.0) * value for name, value in signals.items())
+    z = model.bias + sum(weight * signals.get(name, 0.0) for name, weight in model.weights.items())
     return 1.0 / (1.0 + math.exp(-z)) if z > -700 else 0.0
 
 

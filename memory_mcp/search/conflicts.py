@@ -28,7 +28,7 @@ from __future__ import annotations
 
 import sqlite3
 from collections.abc import Callable, Sequence
-from dataclasses import asdict, dataclass, field, replace
+from dataclasses import dataclass, field, replace
 from datetime import UTC, datetime
 from functools import lru_cache
 from typing import get_args
@@ -88,8 +88,8 @@ Embed = Callable[[list[str]], list[list[float]]]
 class PairSignals:
     """What the learned weighing (`conflict_model`) reads of one pair that reached the attribute test.
 
-    Every field is a number in 0..1 measured by `assess` (and, for `closest_attribute`, among the new memory's
-    neighbours); the field names are the model's feature names."""
+    Every field is a number in 0..1 measured by `assess`, or among the new memory's neighbours by
+    `judge_neighbours` (the fields below that comment); the field names are the model's feature names."""
 
     same_attribute: float = 0.0  # the rules found the same attribute (words, a value kind, or a cosine)
     overlap: float = 0.0  # attribute words of the smaller side found in the other
@@ -158,8 +158,7 @@ class Assessment:
     text_similarity: float = 0.0
     kind: str = NEIGHBOUR_RELATED  # for a non-conflict: related, near-duplicate or possible-conflict
     judged: bool = False  # reached the attribute test (an embedder's cosine can still change the verdict)
-    # what the learned weighing reads; None for a verdict the rules alone settle (episodes, the same body,
-    # different subjects or scopes)
+    # what the learned weighing reads; None for a verdict the rules alone settle (episodes, the same body)
     signals: PairSignals | None = None
 
 
@@ -602,9 +601,10 @@ def judge_neighbours(
 def _mark_cosines(new: Statement, judged: list[Judged], embed: Embed) -> None:
     """The cosine signals: the new text against its `COSINE_NEIGHBOURS` closest neighbours in words (each text
     clipped to `EMBEDDED_CHARS`, vectors cached); an embedder that fails leaves them 0."""
-    signals = [v.signals for _, _, v in judged if v.signals is not None]
-    open_ = sorted(signals, key=lambda s: s.closeness, reverse=True)[:COSINE_NEIGHBOURS]
-    texts = {id(s): old.text[:EMBEDDED_CHARS] for _, old, v in judged if (s := v.signals) is not None}
+    with_signals = [(v.signals, old) for _, old, v in judged if v.signals is not None]
+    closest = sorted(with_signals, key=lambda pair: pair[0].closeness, reverse=True)[:COSINE_NEIGHBOURS]
+    open_ = [s for s, _ in closest]
+    texts = {id(s): old.text[:EMBEDDED_CHARS] for s, old in closest}
     if len(open_) < 2:
         for s in open_:
             s.cosine_margin = 0.5  # nothing to rank a lone neighbour against: neutral
@@ -616,37 +616,34 @@ def _mark_cosines(new: Statement, judged: list[Judged], embed: Embed) -> None:
         return
     for s in open_:
         s.cosine = max(0.0, _cos(vecs[mine], vecs[texts[id(s)]]))
-    ranked = sorted(open_, key=lambda s: s.cosine, reverse=True)
-    for s in open_:
-        best_other = (
-            ranked[1].cosine if s is ranked[0] and len(ranked) > 1 else 0.0 if s is ranked[0] else ranked[0].cosine
-        )
+    for s, best_other in zip(open_, _best_of_others([s.cosine for s in open_]), strict=True):
         s.most_similar_cosine = float(s.cosine >= best_other and s.cosine > 0)
         s.cosine_margin = (s.cosine - best_other + 1) / 2
         s.cosine_closest_changed = float(s.cosine >= best_other and s.cosine > 0 and s.change_sign)
 
 
+def _best_of_others(values: list[float]) -> list[float]:
+    """For each position, the highest value among the others (from the top two, so it stays linear)."""
+    top = sorted(range(len(values)), key=values.__getitem__, reverse=True)[:2]
+    first = values[top[0]] if top else 0.0
+    second = values[top[1]] if len(top) > 1 else 0.0
+    return [second if i == top[0] else first for i in range(len(values))]
+
+
 def _mark_among_neighbours(signals: list[PairSignals]) -> None:
     """The signals that compare a pair with the new memory's other neighbours (the most similar one...). With one
-    neighbour there is nothing to compare: being "the closest" then says nothing, and they stay 0 (design 6:
-    a lone neighbour sharing one word and a negation was weighed 0.83)."""
+    neighbour there is nothing to compare: being "the closest" then says nothing, so they stay 0 and the margin
+    is neutral (design 6: a lone neighbour sharing one word and a negation was weighed 0.83)."""
     if len(signals) < 2:
         for s in signals:
             s.similarity_margin = 0.5  # neutral: as if tied with another
         return
 
-    def best_of_others(values: list[float]) -> list[float]:
-        """For each position, the highest value among the others (the top two, so it stays linear)."""
-        top = sorted(range(len(values)), key=values.__getitem__, reverse=True)[:2]
-        first = values[top[0]] if top else 0.0
-        second = values[top[1]] if len(top) > 1 else 0.0
-        return [second if i == top[0] else first for i in range(len(values))]
-
     similarities = [s.text_similarity for s in signals]
     titles = [s.title_trigrams for s in signals]
     closeness = [s.closeness for s in signals]
     for s, sim_other, title_other, close_other in zip(
-        signals, best_of_others(similarities), best_of_others(titles), best_of_others(closeness), strict=True
+        signals, _best_of_others(similarities), _best_of_others(titles), _best_of_others(closeness), strict=True
     ):
         # a tie counts for each tied neighbour: two older statements of one value are both the closest
         s.most_similar = float(s.text_similarity >= sim_other and s.text_similarity > 0)
@@ -661,10 +658,11 @@ def weigh(verdict: Assessment, semantic: bool = False) -> Assessment:
     """The final verdict on a pair: the rules' signals weighed by the model learnt on the development sets
     (`conflict_model`). At `WRITE_AT` or above the pair is a conflict (recorded in the newer file); from
     `POSSIBLE_AT` a possible conflict (answered, written nowhere) unless the rules found the two agreeing (a
-    near-duplicate stays one); below, the rules' related or near-duplicate stands. A verdict the rules alone settle (no signals) is returned as it is."""
+    near-duplicate stays one); below, the rules' related or near-duplicate stands. A verdict the rules alone
+    settle (no signals) is returned as it is."""
     if verdict.signals is None:
         return verdict
-    p = conflict_model.probability(asdict(verdict.signals), semantic)
+    p = conflict_model.probability(vars(verdict.signals), semantic)  # its fields, not a copy (a hot path)
     write_at, possible_at = conflict_model.thresholds(semantic)
     # the rules' own hedges go; what they found stays ("a change cue, and the closest attribute...")
     found = [r.removeprefix("possible conflict: ") for r in verdict.reasons if r not in _RULE_HEDGES]
