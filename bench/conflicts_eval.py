@@ -31,6 +31,8 @@ import sys
 import tempfile
 import time
 from collections import defaultdict
+from collections.abc import Iterator
+from contextlib import contextmanager
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -119,16 +121,26 @@ def _remember(service: MemoryService, m: dict[str, Any]) -> Any:
     )
 
 
-def run_case(case: dict[str, Any], bases: dict[str, list[dict[str, Any]]], embedder: Any = None) -> CaseResult:
+@contextmanager
+def case_store(
+    case: dict[str, Any], bases: dict[str, list[dict[str, Any]]], embedder: Any = None
+) -> Iterator[tuple[MemoryService, dict[str, str]]]:
+    """A fresh store holding a case's memories (its base's, then its own), remembered one by one: the service
+    and each memory's id → its key in the case. Closed and removed on leaving."""
     with tempfile.TemporaryDirectory(prefix="conflicts-eval-") as tmp:
         service = MemoryService(Path(tmp) / "store", embedder=embedder)
         try:
             key_of: dict[str, str] = {}
             for m in [*bases.get(case.get("base", ""), []), *case["store"]]:
                 key_of[_remember(service, m).id] = m["key"]
-            answer = _remember(service, case["new"])
+            yield service, key_of
         finally:
             service.close()
+
+
+def run_case(case: dict[str, Any], bases: dict[str, list[dict[str, Any]]], embedder: Any = None) -> CaseResult:
+    with case_store(case, bases, embedder) as (service, key_of):
+        answer = _remember(service, case["new"])
     got = {key_of.get(c.id, c.id) for c in answer.conflicts}
     related = {key_of.get(r.id, r.id) for r in getattr(answer, "related", [])}
     reasons = {key_of.get(c.id, c.id): list(getattr(c, "reasons", [])) for c in answer.conflicts}

@@ -23,7 +23,6 @@ import math
 import re
 import subprocess
 import sys
-import tempfile
 from dataclasses import asdict, dataclass, fields
 from pathlib import Path
 from typing import Any
@@ -31,10 +30,9 @@ from typing import Any
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 
-from conflicts_eval import BLIND, SETS, _remember, load  # noqa: E402
+from conflicts_eval import BLIND, SETS, case_store, load  # noqa: E402
 
 from memory_mcp.search.conflicts import PairSignals, judge_neighbours  # noqa: E402
-from memory_mcp.tools.service import MemoryService  # noqa: E402
 
 MODEL = Path(__file__).resolve().parent.parent / "memory_mcp" / "search" / "conflict_model.py"
 SIGNALS = [f.name for f in fields(PairSignals)]
@@ -64,26 +62,19 @@ def examples_of(set_name: str, embedder: Any = None) -> tuple[list[Example], lis
     truths: list[CaseTruth] = []
     for case in cases:
         truths.append(CaseTruth(set_name, case["id"], set(case["expect"])))
-        with tempfile.TemporaryDirectory(prefix="conflicts-train-") as tmp:
-            service = MemoryService(Path(tmp) / "store", embedder=embedder)
-            try:
-                key_of: dict[str, str] = {}
-                for m in [*bases.get(case.get("base", ""), []), *case["store"]]:
-                    key_of[_remember(service, m).id] = m["key"]
-                new = case["new"]
-                session = service.session()
-                with session.transaction():
-                    judged = judge_neighbours(
-                        session.conn,
-                        title=new["title"],
-                        body=new.get("body") or new["title"],
-                        mem_type=new.get("type", "fact"),
-                        entities=session.dictionary.normalise(new.get("entities") or []),
-                        new_id="new",
-                        embed=embedder.embed if embedder is not None else None,
-                    )
-            finally:
-                service.close()
+        with case_store(case, bases, embedder) as (service, key_of):
+            new = case["new"]
+            session = service.session()
+            with session.transaction():
+                judged = judge_neighbours(
+                    session.conn,
+                    title=new["title"],
+                    body=new.get("body") or new["title"],
+                    mem_type=new.get("type", "fact"),
+                    entities=session.dictionary.normalise(new.get("entities") or []),
+                    new_id="new",
+                    embed=embedder.embed if embedder is not None else None,
+                )
         for mem, _, verdict in judged:
             if verdict.signals is None:
                 continue
