@@ -10,16 +10,16 @@ summed per category.
     python bench/conflicts_eval.py --show-errors        # also every false alarm and every miss, with reasons
     python bench/conflicts_eval.py --json
     python bench/conflicts_eval.py --speed 2000       # remember time when 2,000 memories share its entity
-    python bench/conflicts_eval.py --set held-out-2   # a blind set (issue 25): aggregate figures only
-    python bench/conflicts_eval.py --set held-out-3   # the newer blind set (2026-12-06), likewise
+    python bench/conflicts_eval.py --set held-out-4   # the blind set (issue 25): aggregate figures only
 
 The cases are hand-written for this project (bench/conflict_cases.jsonl is the dev set the gate was
 tuned on; bench/conflict_cases_heldout.jsonl was written at the same time and is only measured;
 bench/conflict_cases_heldout2.jsonl was written later by sessions that had never seen the gate or the other
 sets, and is the figure that counts: run it once per design, never with --show-errors; bench/conflict_cases_dev4.jsonl
 was written the same way, measured blind once with design 2, and then opened as a development set;
-bench/conflict_cases_heldout3.jsonl was written blind for the gate's fifth design, like held-out-2). The
-gate's weighing is fitted on the development sets only (bench/conflicts_train.py).
+bench/conflict_cases_heldout3.jsonl was written blind for the gate's fifth design, like held-out-2; both were
+opened as development sets for the seventh design, and bench/conflict_cases_heldout4.jsonl, written the same
+way, is the blind set now). The gate's weighing is fitted on the development sets only (bench/conflicts_train.py).
 """
 
 from __future__ import annotations
@@ -46,7 +46,7 @@ SETS = {
     "dev": HERE / "conflict_cases.jsonl",
     "held-out": HERE / "conflict_cases_heldout.jsonl",
     # written for issue 25 by helper sessions that never saw the gate's code or the sets above; measured
-    # only, once per design, and never with --show-errors (reading its cases would make it a dev set)
+    # blind once per design for designs 1-6, then opened (2026-12-06, design 7): a dev set
     "held-out-2": HERE / "conflict_cases_heldout2.jsonl",
     # written for issue 25 by the session that rebuilt the gate, from the failure kinds the issue lists
     # (same-entity distractors, paraphrases, scopes, stance flips, two old values, cross-language): a dev set
@@ -57,12 +57,15 @@ SETS = {
     # measured blind once with design 2 (aggregate figures, docs/benchmarks.md), then opened: a dev set
     "dev-4": HERE / "conflict_cases_dev4.jsonl",
     # written for issue 25 (2026-12-06) by two helper sessions that never saw the code or any other set (80
-    # cases each; 160: 80 en, 24 ko, 23 es, 33 cross-language); committed before the gate's fifth design, and
-    # measured like held-out-2: once per design, aggregates only
+    # cases each; 160: 80 en, 24 ko, 23 es, 33 cross-language); committed before the gate's fifth design,
+    # measured blind once per design for designs 4-6, then opened (design 7): a dev set
     "held-out-3": HERE / "conflict_cases_heldout3.jsonl",
+    # written for issue 25 (2026-12-06, later) by two helper sessions that never saw the code or any other set
+    # (80 cases each), committed before the gate's seventh design; measured once, aggregates only
+    "held-out-4": HERE / "conflict_cases_heldout4.jsonl",
 }
 # `--set all` runs the sets a developer may look into; the blind ones run only when named
-BLIND = {"held-out-2", "held-out-3"}
+BLIND = {"held-out-4"}
 
 
 @dataclass
