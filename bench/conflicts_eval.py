@@ -60,6 +60,9 @@ SETS = {
     # cases each; 160: 80 en, 24 ko, 23 es, 33 cross-language); committed before the gate's fifth design,
     # measured blind once per design for designs 4-6, then opened (design 7): a dev set
     "held-out-3": HERE / "conflict_cases_heldout3.jsonl",
+    # written for issue 25 (2026-12-06, beside held-out-4) by two other helper sessions under the same brief,
+    # to train on: never measured blind, a dev set from the start
+    "dev-5": HERE / "conflict_cases_dev5.jsonl",
     # written for issue 25 (2026-12-06, later) by two helper sessions that never saw the code or any other set
     # (80 cases each), committed before the gate's seventh design; measured once, aggregates only
     "held-out-4": HERE / "conflict_cases_heldout4.jsonl",
