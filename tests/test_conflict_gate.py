@@ -69,6 +69,47 @@ def test_values_are_typed_so_only_values_of_one_kind_compare() -> None:
     assert "staging" not in _claim("Staging resets every night").names  # a capital at a sentence start
 
 
+def test_prices_temperatures_ranges_of_days_and_thousands_are_read_as_what_they_measure() -> None:
+    # design 7: on the independent sets these were misread ("$15.49/mo" as a path, "37 °C" as version 37 of
+    # "B", "a month" of a price as a duration, "1,500" as 1.5, "Tue-Thu" as nothing)
+    def values(text: str, entities: tuple[str, ...] = ()) -> dict:
+        return dict(_claim(text, entities).values)
+
+    assert values("Netflix Standard plan, $15.49/mo") == {"money": {"15.49"}}
+    assert values("Netflix Standard is $17.99 a month") == {"money": {"17.99"}}  # not a duration of a month
+    assert values("El menú del día cuesta 12,50 €") == {"money": {"12.5"}}
+    assert values("택배 건당 2,400원") == values("Shipping is ₩2,400 per parcel") == {"money": {"2400"}}
+    assert values("Budget 3만원") == {"money": {"30000"}}
+    assert values("Incubator B: 37 °C") == values("La incubadora B a 37 grados") == {"temperature": {"37"}}
+    assert values("Rate limit: 1,500 requests per minute") == {"unit:request": {"1500"}}
+    assert values("Each key is allowed 1.5k") == {"number": {"1500"}}
+    assert values("Jo is in the office Tue-Thu") == values("Jo is in on Tuesdays, Wednesdays and Thursdays")
+    assert (
+        values("Open 월~금") == values("Open Monday through Friday") == {"weekday": {"mon", "tue", "wed", "thu", "fri"}}
+    )
+    assert values("I sat down with Sun Microsystems") == {}  # "sat" and "sun" are days only in a range
+
+
+def test_a_scope_the_title_names_or_a_tag_that_is_a_scope_is_the_statements_scope() -> None:
+    # the body may mention the other scope ("production stays on 14 for now"); the title says which one this is
+    staging = claim_of(_s("Staging order DB upgraded to 16", ("orders-db",), body="Production stays on 14 for now."))
+    assert staging.scopes == {"staging"}
+    assert claim_of(_s("iOS app supports iOS 16 and up", ("mobile-app", "ios"))).scopes == {"ios"}
+    apart = assess(
+        _s("Android app minimum supported version is Android 10", ("android", "mobile-app")),
+        _s("iOS app supports iOS 16 and up", ("mobile-app", "ios")),
+    )
+    assert not apart.conflict and apart.reasons[0].startswith("different scopes: android / ios")
+
+
+def test_a_new_episode_can_make_a_stored_fact_untrue_but_a_stored_episode_stays_true() -> None:
+    fact = _s("orders-db is on PostgreSQL 14", ("orders-db", "postgresql"))
+    upgrade = _s("Upgraded orders-db to PostgreSQL 16 last night", ("orders-db", "postgresql"), "episode")
+    assert assess(upgrade, fact).conflict  # a version of one thing changed
+    stayed = assess(_s("orders-db is on PostgreSQL 16", ("orders-db", "postgresql")), upgrade)
+    assert not stayed.conflict and stayed.reasons == ["an episode records an event: it stays true"]
+
+
 def test_replacement_cues_in_english_korean_and_spanish() -> None:
     assert replacement_cues("CI now runs on GitHub Actions instead of CircleCI") == ["now", "instead of"]
     assert replacement_cues("The team no longer uses Jira") == ["no longer"]
@@ -406,13 +447,16 @@ async def test_a_possible_conflict_is_answered_and_written_nowhere(tools: Tools,
     assert possible["reasons"][0].startswith("possible conflict: too weak to record (weighed 0.")
     assert "conflicts" not in frontmatter(store / grafana["path"])
     assert (await tools.status())["unresolved_conflicts_total"] == 0
-    # a negation alone was only a possible conflict for the rules (design 4); weighed with the rest (the one
-    # neighbour, the same words, a flipped stance) it is sure enough to record
+    # a negation and a cue on the same words, the one neighbour of its entities: design 6 recorded it; design 7,
+    # fitted on four sets written by people who never saw the gate (where a lone negation was as often wrong),
+    # weighs it just below WRITE_AT: answered as a possible conflict with its evidence, written nowhere
     fish = await _say(tools, "User eats fish", "user", "diet", type="preference")
     none = await _say(tools, "I don't eat fish anymore", "user", "diet", type="preference")
-    assert [c["id"] for c in none["conflicts"]] == [fish["id"]]
-    assert "only one of them is negated" in none["conflicts"][0]["reasons"]
-    assert [e["with"] for e in frontmatter(store / none["path"])["conflicts"]] == [fish["id"]]
+    assert none["conflicts"] == []
+    [suspected] = [r for r in none["related"] if r["id"] == fish["id"]]
+    assert suspected["kind"] == "possible-conflict"
+    assert "only one of them is negated" in suspected["reasons"]
+    assert "conflicts" not in frontmatter(store / none["path"])
 
 
 @pytest.mark.anyio

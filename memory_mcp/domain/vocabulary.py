@@ -61,6 +61,7 @@ preferred like likes liked prefiere prefieren quiere quieren gusta run runs runn
 must should get gets have has make makes keep kept go goes going its it's our we they also every ya mas más muy
 este esta esto estos estas ese esa eso hay está están ser sea todo todos pero sobre cada solo también nos mi tu
 a al del is are be set sets happen happens happened done does do la el los las se con por para en es son per
+desde hasta last next today yesterday tomorrow tonight ago since until
 한 한다 하 하는 했다 했 것 수 등 및 있 있다 이다 된다 되 쓴 쓰 사용 선호 좋아 좋아한다 하는 때 에게는 에게""".split()
 
 # Replacement cues: the new statement says an old value was replaced. Latin ones match whole words.
@@ -72,15 +73,19 @@ REPLACEMENT_CUES = """now|instead of|no longer|not anymore|anymore|moved|moves|m
 # One side negated and the other not flips a statement (Korean ones match inside words: 쓰지 않는다).
 NEGATIONS = "not|never|no|don't|doesn't|isn't|aren't|won't|without|nunca|sin|tampoco|않|없|말고|못 "
 
-WEEKDAYS = {
-    "mon": "monday mondays lunes 월요일",
-    "tue": "tuesday tuesdays martes 화요일",
-    "wed": "wednesday wednesdays miércoles 수요일",
-    "thu": "thursday thursdays jueves 목요일",
-    "fri": "friday fridays viernes 금요일",
+WEEKDAYS = {  # in week order (a range "Tue-Thu", "lunes a viernes", "월~금" holds the days between)
+    "mon": "monday mondays mon lunes 월요일",
+    "tue": "tuesday tuesdays tue tues martes 화요일",
+    "wed": "wednesday wednesdays wed miércoles 수요일",
+    "thu": "thursday thursdays thu thur thurs jueves 목요일",
+    "fri": "friday fridays fri viernes 금요일",
     "sat": "saturday saturdays sábado sábados 토요일",
     "sun": "sunday sundays domingo domingos 일요일",
 }
+# Day names read only in a range ("월~금", "화-목", "Thu-Sun"): alone they are other words (월 2회, the sun).
+WEEKDAYS_IN_RANGES = {"mon": "월", "tue": "화", "wed": "수", "thu": "목", "fri": "금", "sat": "sat 토", "sun": "sun 일"}
+# What joins the two ends of a range of days.
+WEEKDAY_RANGE_JOINS = "- – ~ through thru until hasta"  # not "to" / "a": "from Tuesdays to Thursdays" is a move
 
 # Units a number is measured in, by dimension and size in the dimension's base unit (seconds, bytes).
 DURATION_UNITS = {
@@ -92,6 +97,15 @@ DURATION_UNITS = {
     2592000: "month months mes meses 개월 달",
     31536000: "year years año años 년",
 }
+# Money: a number with a currency sign or word before or after it is a price ("$15.49/mo", "12,50 €", "2,400원");
+# the currency itself is not compared, the amount is. A period joined to a price ("/mo", "a month", "al mes") is
+# how often it is paid, not a duration of its own.
+CURRENCY_SIGNS = "$ € £ ₩ ¥"
+CURRENCY_WORDS = "eur euro euros usd dollar dollars dólar dólares gbp pound pounds libra libras krw won 원"
+PRICE_PERIODS = "mo month mes year yr año week wk semana day día hour hr hora 월 달 년"
+PRICE_PER = "/ a an per al por each every cada"
+# Degrees after a number: a temperature ("37 °C", "18 grados", "25도").
+DEGREES = "° degrees degree grados grado 도"
 SIZE_UNITS = {1: "b byte bytes", 2**10: "kb kib", 2**20: "mb mib", 2**30: "gb gib 기가", 2**40: "tb tib"}
 # Numbers written as words (only the unambiguous ones: "una" is also "a", Korean counters are also other words).
 NUMBER_WORDS = {
@@ -125,6 +139,17 @@ STATEMENT_SCOPES = {
     "guest": "guest guests invitado invitados 게스트",
     "weekend": "weekend weekends finde 주말",
     "weekday": "weekday weekdays 평일",
+    "night": "night nights overnight nighttime noche nocturno nocturna 야간",
+    "read": "read reads lectura 읽기",
+    "write": "write writes escritura 쓰기",
+    "domestic": "domestic national nacional nacionales 국내",
+    "international": "international internacional internacionales 해외",
+    "spring": "spring primavera 봄학기",
+    "fall": "fall autumn otoño 가을학기",
+    "summer": "summer verano 여름",
+    "winter": "winter invierno 겨울",
+    "adult": "adult adults adultos 성인",
+    "child": "child children kids niños infantil 어린이",
 }
 # Phrases that take a side as one word does; rewritten to that word before the words are read.
 STANCE_PHRASES = {

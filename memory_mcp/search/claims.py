@@ -52,6 +52,15 @@ _CONCEPT = _table(vocab.CONCEPTS)
 _SCOPE = _table(vocab.STATEMENT_SCOPES)
 _STANCE = _table(vocab.STANCES)
 _WEEKDAY = _table(vocab.WEEKDAYS)
+_WEEK = list(vocab.WEEKDAYS)
+_DAY_OF = {**_WEEKDAY, **{w: day for day, words in vocab.WEEKDAYS_IN_RANGES.items() for w in words.split()}}
+_DAY_WORDS = "|".join(re.escape(w) for w in sorted(_DAY_OF, key=len, reverse=True))
+_RANGE_JOIN = "|".join(
+    re.escape(j) if not j.isalpha() else rf"\b{j}\b"
+    for j in sorted(vocab.WEEKDAY_RANGE_JOINS.split(), key=len, reverse=True)
+)
+# "Tue-Thu", "Monday through Friday", "de lunes a viernes", "월~금": every day from the first to the last
+_WEEKDAY_RANGE = re.compile(rf"(?<![\w])({_DAY_WORDS})\s*(?:{_RANGE_JOIN})\s*({_DAY_WORDS})(?![a-z])")
 _DURATION = _table(vocab.DURATION_UNITS)
 _SIZE = _table(vocab.SIZE_UNITS)
 _VALUE_WORD = {
@@ -102,6 +111,25 @@ _ONE = re.compile(
     )
     + r")\b)"
 )
+_AMOUNT = r"\d+(?:[.,]\d+)*"
+_SIGNS = "".join(re.escape(x) for x in vocab.CURRENCY_SIGNS.split())
+_CURRENCY = "|".join(re.escape(fold(w)) for w in sorted(vocab.CURRENCY_WORDS.split(), key=len, reverse=True))
+_PRICE_PERIOD = (
+    r"(?:\s*(?:/|\b(?:"
+    + "|".join(re.escape(fold(w)) for w in vocab.PRICE_PER.split() if w != "/")
+    + r")\s+)(?:"
+    + "|".join(re.escape(fold(w)) for w in sorted(vocab.PRICE_PERIODS.split(), key=len, reverse=True))
+    + r")(?![a-z]))?"
+)
+# "$15.49/mo", "£2.80", "12,50 €", "13.90 euros al mes", "2,400원", "3만원", "1.5k USD": the amount (k, 만 multiply)
+_MONEY = re.compile(
+    rf"(?<![\w.])(?:[{_SIGNS}]\s?({_AMOUNT})(k|만)?|({_AMOUNT})(k|만)?\s?(?:[{_SIGNS}]|(?:{_CURRENCY})(?![a-z])))"
+    + _PRICE_PERIOD
+)
+_DEGREES = "|".join(re.escape(fold(w)) for w in vocab.DEGREES.split())
+_TEMPERATURE = re.compile(rf"(?<![\w.])(-?\d+(?:[.,]\d+)?)\s?(?:{_DEGREES})\s?(?:celsius|fahrenheit|c|f)?(?![a-z])")
+_THOUSANDS = re.compile(r"\d{1,3}(?:,\d{3})+")
+_KILO = re.compile(r"\d+(?:\.\d+)?k")
 _NAME = re.compile(r"[A-Za-z][A-Za-z0-9+#]*")
 _ES_MARKS = frozenset("el la los las del de que es son por para con se y su al lo una un".split())
 _EN_MARKS = frozenset("the is are of to in on for with and a an by at it".split())
@@ -141,6 +169,7 @@ class Claim:
     said_names: frozenset[str]  # names written in the text, or tags one of whose words it writes
     entity_words: frozenset[str]
     masked: str  # the title with its values replaced by a placeholder (what an embedder compares)
+    title_opening: tuple[str, ...] = ()  # the title's first three folded words (where its subject is written)
 
     def value(self, key: str) -> frozenset[str]:
         return dict(self.values).get(key, frozenset())
@@ -213,6 +242,8 @@ def negated(text: str) -> bool:
 
 
 def _number(text: str) -> float | None:
+    if _THOUSANDS.fullmatch(text):  # "1,500 requests": a thousands separator (a decimal comma has 1-2 digits)
+        return float(text.replace(",", ""))
     try:
         return float(text.replace(",", ".")) if text.count(",") <= 1 and "." not in text else float(text)
     except ValueError:
@@ -280,6 +311,8 @@ def _values(text: str, entities: tuple[str, ...]) -> tuple[dict[str, set[str]], 
 
     def code(m: re.Match[str]) -> str:
         c = m.group()
+        if _KILO.fullmatch(c):  # "1.5k": a number, read below
+            return c
         if any(ch.isdigit() for ch in c) and any(ch.isalpha() for ch in c):
             add("code", c)
             # "2-space" also takes a side on indentation, "v2" does not
@@ -295,12 +328,34 @@ def _values(text: str, entities: tuple[str, ...]) -> tuple[dict[str, set[str]], 
         add("address", m.group().rstrip("."))
         return " "
 
+    def money(m: re.Match[str]) -> str:
+        amount = _number(m.group(1) or m.group(3))
+        if amount is not None:
+            mult = {"k": 1000, "만": 10000}.get(m.group(2) or m.group(4) or "", 1)
+            add("money", _fmt(amount * mult))
+        return " "
+
+    def temperature(m: re.Match[str]) -> str:
+        degrees = _number(m.group(1))
+        if degrees is not None:
+            add("temperature", _fmt(degrees))
+        return " "
+
+    def weekday_range(m: re.Match[str]) -> str:
+        first, last = _WEEK.index(str(_DAY_OF[m.group(1)])), _WEEK.index(str(_DAY_OF[m.group(2)]))
+        for i in range(first, last + (1 if last >= first else 8)):
+            add("weekday", _WEEK[i % 7], m.group(1), m.group(2))
+        return " "
+
     def ordinal(m: re.Match[str]) -> str:
         add("ordinal", m.group(1))
         return " "
 
     rest = _PHRASE_RE.sub(lambda m: _PHRASES[m.group(1)], folded)
     rest = _HALF.sub("0.5 ", rest)
+    rest = _MONEY.sub(money, rest)  # before times, paths and "a month": "$15.49/mo" is a price
+    rest = _TEMPERATURE.sub(temperature, rest)
+    rest = _WEEKDAY_RANGE.sub(weekday_range, rest)
     rest = _TIME.sub(time, rest)
     rest = _ADDRESS.sub(address, rest)
     rest = _ORDINAL.sub(ordinal, rest)
@@ -335,6 +390,8 @@ def _values(text: str, entities: tuple[str, ...]) -> tuple[dict[str, set[str]], 
     rest = _NUMBER_WORD_RE.sub(lambda m: str(_NUMBER_WORD[m.group(1)]), rest)
     for m in _QUANTITY.finditer(rest):
         raw, unit = m.group(1), (m.group(2) or "")
+        if unit in _GENERIC:  # "PostgreSQL 16 last night", "3 of them": no unit
+            unit = ""
         before = rest[max(0, m.start() - 200) : m.start()].split()  # the word before (not all of them: quadratic)
         prev = re.sub(r"\W", "", before[-1]) if before else ""
         n = _number(raw)
@@ -343,6 +400,8 @@ def _values(text: str, entities: tuple[str, ...]) -> tuple[dict[str, set[str]], 
         dim = _unit_of(unit) if unit else None
         if dim is not None:
             add(dim[0], _fmt(n * dim[1]), unit)
+        elif unit == "k":
+            add("number", _fmt(n * 1000))
         elif unit == "%":
             add("percent", _fmt(n))
         elif unit and HANGUL.search(unit) and unit.startswith(_KO_COUNTERS):
@@ -372,6 +431,7 @@ def claim_of(s: Statement) -> Claim:
     words: list[str] = []
     title_words: list[str] = []
     scopes: set[str] = set()
+    title_scopes: set[str] = set()  # a scope the title names is the statement's; the body may name others
     stances: set[tuple[str, str]] = set()
     mentions: set[str] = set(ents)
     title_terms = {t.text for t in terms_of(s.title)}
@@ -387,13 +447,16 @@ def claim_of(s: Statement) -> Claim:
     mentions |= said | names
     for t in terms_of(rest):
         w = t.stem.lstrip("0123456789")
+        if (t.text in ents or t.text in names) and t.text in _SCOPE:  # a tag or name that is a scope: [ios], EU
+            (title_scopes if t.text in title_terms else scopes).add(str(_SCOPE[t.text]))
+            continue
         if not w or t.text in spent or w in spent or t.text in _NUMBER_WORD or t.text.isdigit():
             continue
         if t.text in ents or any(cue in t.text for cue in _CUES_KO):
             continue  # an entity's own words ("atlas-web") are not its scope; a Korean cue is no attribute
         scope = _lookup(_SCOPE, t.text) or _lookup(_SCOPE, w)
         if scope:
-            scopes.add(str(scope))
+            (title_scopes if t.text in title_terms else scopes).add(str(scope))
             continue
         stance = _lookup(_STANCE, t.text) or _lookup(_STANCE, w)
         if stance:
@@ -431,7 +494,7 @@ def claim_of(s: Statement) -> Claim:
         masked = re.sub(rf"(?i)(?<!\w){re.escape(v)}(?!\w)", "X", masked)
     masked = re.sub(r"#[\w-]+|\d+(?:[.:,]\d+)*", "X", masked)
     if re.search(r"\bUS\b", text):  # "US" in capitals is the country, not the pronoun
-        scopes.add("us")
+        (title_scopes if re.search(r"\bUS\b", s.title) else scopes).add("us")
     return Claim(
         lang=language(text),
         subject=subject,
@@ -439,7 +502,7 @@ def claim_of(s: Statement) -> Claim:
         words=frozenset(words),
         values=tuple(sorted((k, frozenset(v)) for k, v in keyed.items())),
         names=frozenset(names),
-        scopes=frozenset(scopes),
+        scopes=frozenset(title_scopes or scopes),
         stances=tuple(sorted(stances)),
         negated=negated(text),
         cues=tuple(replacement_cues(text)),
@@ -448,4 +511,5 @@ def claim_of(s: Statement) -> Claim:
         said_names=said_names,
         entity_words=ents,
         masked=masked,
+        title_opening=tuple(split_words(fold(s.title))[:3]),
     )

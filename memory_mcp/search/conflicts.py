@@ -70,7 +70,9 @@ SAME_WORD_TRIGRAMS = 0.5
 # embedder only weighs pairs in two languages, where the keywords have only the concept lexicon.
 SAME_ATTRIBUTE_COSINE = 0.88
 # The types the gate weighs against each other: a decision to move to ECS contradicts a fact that says Heroku.
-# Episodes record events (a later one does not undo an earlier one); handoffs never reach the gate.
+# Episodes record events: a stored one is never contradicted, a new one is weighed against these (design 7:
+# the writers of the independent sets made "Upgraded X to 16" an episode that replaces "X is on 14");
+# handoffs never reach the gate.
 GATED_TYPES = ("fact", "preference", "decision", "knowledge", "reference")
 # Every memory carrying an entity is weighed while the entity has at most this many; beyond (a project of
 # thousands), the best word matches among them, so one remember stays fast on a large store.
@@ -78,7 +80,10 @@ ALL_OF_AN_ENTITY = 200
 WORD_MATCHES = 20  # best word matches in the whole store (statements without a shared entity)
 WORD_MATCHES_ON_AN_ENTITY = 60  # best word matches among the memories of an entity beyond ALL_OF_AN_ENTITY
 # Keys whose values name *what* is measured, so sharing one is itself a shared attribute.
-_SPECIFIC_KEYS = ("version:", "unit:", "channel", "time", "percent", "count")
+# value kinds a thing has one of at a time, so a change of one says "the same attribute" with no shared word
+# ("Espresso is £2.40" / "Espresso £2.80 from today"; "Standup 9:30" / "Standup moved to Tuesdays")
+_SCHEDULE_OR_PRICE = ("time", "weekday", "money", "temperature")
+_SPECIFIC_KEYS = ("version:", "unit:", "channel", "time", "percent", "count", "money", "temperature")
 NEIGHBOUR_RELATED, NEIGHBOUR_DUPLICATE, NEIGHBOUR_POSSIBLE = get_args(NeighbourKind)
 
 Embed = Callable[[list[str]], list[list[float]]]
@@ -230,7 +235,7 @@ def _values_compared(new: Claim, old: Claim) -> tuple[list[str], list[str]]:
         (agreed if new_v[key] == old_v[key] else changed).append(key)
     if not changed and not agreed:  # a count with a unit on one side, bare on the other ("200 por minuto")
         nums = [
-            {v for k, vs in side.items() if k.startswith("unit:") or k in ("number", "count") for v in vs}
+            {v for k, vs in side.items() if k.startswith("unit:") or k in ("number", "count", "money") for v in vs}
             for side in (new_v, old_v)
         ]
         if nums[0] and nums[1]:
@@ -275,9 +280,16 @@ def _names_old_value(new: Claim, old: Claim, shared_entities: set[str], broad: f
         return []
     subjects = {new.subject or "", old.subject or ""}
     skip = {fold(e) for e in shared_entities} | entity_words(tuple(shared_entities)) | subjects
+    skip |= _opening_names(new, old)
     named = sorted(n for n in old.said_names - skip if n in new.said or n in new.said_names)
-    new_own = new.names - old.names - skip - set(named) or new.value("code") - old.value("code")  # S3, gp3
+    # the new value is written in the text too: a tag alone ("security-review") names no new value
+    new_own = new.said_names - old.names - skip - set(named) or new.value("code") - old.value("code")  # S3, gp3
     return named if new_own else []
+
+
+def _opening_names(new: Claim, old: Claim) -> set[str]:
+    """Names both titles open with ("billing-api CI runs…" / "billing-api CI timeout…"): the subject, no value."""
+    return set(new.title_opening) & set(old.title_opening)
 
 
 def _written(
@@ -343,8 +355,10 @@ def _rules(
     cosine: float | None,
 ) -> Assessment:
     sim = similarity(new.text, old.text)
-    if new.type in EVENT_TYPES or old.type in EVENT_TYPES:
-        return Assessment(False, ["episodes record events; they do not contradict each other"], sim)
+    if old.type in EVENT_TYPES:  # what happened stays true; a new event may make a stored fact untrue
+        if new.type in EVENT_TYPES:
+            return Assessment(False, ["episodes record events; they do not contradict each other"], sim)
+        return Assessment(False, ["an episode records an event: it stays true"], sim)
     a, b = claim_of(new), claim_of(old)
     if squeezed_folded(new.body) == squeezed_folded(old.body) and len(new.body.split()) >= 4:
         return Assessment(False, ["near-duplicate: the same body under another title"], sim, NEIGHBOUR_DUPLICATE)
@@ -400,10 +414,10 @@ def _rules(
         same = True  # opposite sides of one axis about a shared word: "short answers" / "long explanations"
         reasons.append(f"same attribute: {', '.join(sorted(hit_new | hit_old)[:6])}")
     elif shared_entities - broad_entities and (
-        typed := [k for k in changed if k in specific and (a.cues or k in ("time", "weekday"))]
+        typed := [k for k in changed if k in specific and (a.cues or k in _SCHEDULE_OR_PRICE)]
     ):
         # an entity few memories carry and a value of one kind changed, in other words: with a replacement cue,
-        # or a time of day or a weekday (what a schedule changes) even without one
+        # or a time of day, a weekday, a price or a temperature (one at a time) even without one
         # "Our sprints are three weeks long now" / "Sprint length is 1 week"
         same = True
         reasons.append(f"same attribute: {', '.join(typed[:2])} of {', '.join(sorted(shared_entities)[:2])}")
@@ -567,8 +581,9 @@ def judge_neighbours(
     attribute test and that keywords did not call conflicts are weighed again with the cosine of their masked
     titles (at most `EMBEDDED_PAIRS`, the closest in words first); an embedder that fails leaves the keyword
     verdicts. `skip_recorded=False` keeps the pairs already recorded (how reindex judges them again)."""
-    # events never conflict, so an episode only meets other episodes (listed as related)
-    types = (mem_type,) if mem_type in EVENT_TYPES else GATED_TYPES
+    # a stored event never becomes untrue (an episode meets other episodes only as related), but a new event can
+    # make a stored fact untrue ("Upgraded orders-db to Postgres 16 last night" / "orders-db is on PostgreSQL 14")
+    types = (*GATED_TYPES, mem_type) if mem_type in EVENT_TYPES else GATED_TYPES
     counts = conflict_table.entity_counts(conn, entities)
     few = [e for e in entities if counts.get(e, 0) <= ALL_OF_AN_ENTITY]
     many = [e for e in entities if counts.get(e, 0) > ALL_OF_AN_ENTITY]
