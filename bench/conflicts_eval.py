@@ -10,7 +10,8 @@ summed per category.
     python bench/conflicts_eval.py --show-errors        # also every false alarm and every miss, with reasons
     python bench/conflicts_eval.py --json
     python bench/conflicts_eval.py --speed 2000       # remember time when 2,000 memories share its entity
-    python bench/conflicts_eval.py --set held-out-4   # the blind set (issue 25): aggregate figures only
+    python bench/conflicts_eval.py --set held-out-4   # a blind set (issue 25): aggregate figures only
+    python bench/conflicts_eval.py --set held-out-5   # the fresh blind set for the next design, likewise
 
 The cases are hand-written for this project (bench/conflict_cases.jsonl is the dev set the gate was
 tuned on; bench/conflict_cases_heldout.jsonl was written at the same time and is only measured;
@@ -66,9 +67,12 @@ SETS = {
     # written for issue 25 (2026-12-06, later) by two helper sessions that never saw the code or any other set
     # (80 cases each), committed before the gate's seventh design; measured once, aggregates only
     "held-out-4": HERE / "conflict_cases_heldout4.jsonl",
+    # written the same way (2026-12-06, after design 8) by two more helper sessions, for the next design: never
+    # measured yet; aggregates only
+    "held-out-5": HERE / "conflict_cases_heldout5.jsonl",
 }
 # `--set all` runs the sets a developer may look into; the blind ones run only when named
-BLIND = {"held-out-4"}
+BLIND = {"held-out-4", "held-out-5"}
 # the development sets written by sessions that never saw the gate or its sets (the others were written beside
 # it): the trainer chooses its thresholds on these, which resemble the blind set
 INDEPENDENT = {"held-out-2", "dev-4", "held-out-3", "dev-5"}
