@@ -73,7 +73,7 @@ REPLACEMENT_CUES = """now|instead of|no longer|not anymore|anymore|moved|moves|m
 # One side negated and the other not flips a statement (Korean ones match inside words: 쓰지 않는다).
 NEGATIONS = "not|never|no|don't|doesn't|isn't|aren't|won't|without|nunca|sin|tampoco|않|없|말고|못 "
 
-WEEKDAYS = {  # in week order (a range "Tue-Thu", "lunes a viernes", "월~금" holds the days between)
+WEEKDAYS = {  # in week order (a range "Tue-Thu", "lunes hasta viernes", "월~금" holds the days between)
     "mon": "monday mondays mon lunes 월요일",
     "tue": "tuesday tuesdays tue tues martes 화요일",
     "wed": "wednesday wednesdays wed miércoles 수요일",

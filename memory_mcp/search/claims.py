@@ -59,7 +59,7 @@ _RANGE_JOIN = "|".join(
     re.escape(j) if not j.isalpha() else rf"\b{j}\b"
     for j in sorted(vocab.WEEKDAY_RANGE_JOINS.split(), key=len, reverse=True)
 )
-# "Tue-Thu", "Monday through Friday", "de lunes a viernes", "월~금": every day from the first to the last
+# "Tue-Thu", "Monday through Friday", "lunes hasta viernes", "월~금": every day from the first to the last
 _WEEKDAY_RANGE = re.compile(rf"(?<![\w])({_DAY_WORDS})\s*(?:{_RANGE_JOIN})\s*({_DAY_WORDS})(?![a-z])")
 _DURATION = _table(vocab.DURATION_UNITS)
 _SIZE = _table(vocab.SIZE_UNITS)
@@ -111,7 +111,7 @@ _ONE = re.compile(
     )
     + r")\b)"
 )
-_AMOUNT = r"\d+(?:[.,]\d+)*"
+_AMOUNT = r"\d+(?:[.,]\d+)*+"  # possessive, and a match starts only where a number does (below): linear
 _SIGNS = "".join(re.escape(x) for x in vocab.CURRENCY_SIGNS.split())
 _CURRENCY = "|".join(re.escape(fold(w)) for w in sorted(vocab.CURRENCY_WORDS.split(), key=len, reverse=True))
 _PRICE_PERIOD = (
@@ -123,7 +123,7 @@ _PRICE_PERIOD = (
 )
 # "$15.49/mo", "£2.80", "12,50 €", "13.90 euros al mes", "2,400원", "3만원", "1.5k USD": the amount (k, 만 multiply)
 _MONEY = re.compile(
-    rf"(?<![\w.])(?:[{_SIGNS}]\s?({_AMOUNT})(k|만)?|({_AMOUNT})(k|만)?\s?(?:[{_SIGNS}]|(?:{_CURRENCY})(?![a-z])))"
+    rf"(?<![\w.,])(?:[{_SIGNS}]\s?({_AMOUNT})(k|만)?|({_AMOUNT})(k|만)?\s?(?:[{_SIGNS}]|(?:{_CURRENCY})(?![a-z])))"
     + _PRICE_PERIOD
 )
 _DEGREES = "|".join(re.escape(fold(w)) for w in vocab.DEGREES.split())
