@@ -65,7 +65,8 @@ SETS = {
     # to train on: never measured blind, a dev set from the start
     "dev-5": HERE / "conflict_cases_dev5.jsonl",
     # written for issue 25 (2026-12-06, later) by two helper sessions that never saw the code or any other set
-    # (80 cases each), committed before the gate's seventh design; measured once, aggregates only
+    # (80 cases each), committed before the gate's seventh design; measured blind for designs 6, 7 and 8
+    # (docs/benchmarks.md lists every run), aggregates only
     "held-out-4": HERE / "conflict_cases_heldout4.jsonl",
     # written the same way (2026-12-06, after design 8) by two more helper sessions, for the next design: never
     # measured yet; aggregates only

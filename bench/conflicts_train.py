@@ -11,9 +11,11 @@ pair the rules leave open (one with signals) is a training example, labelled by 
 The model is an L2-regularised logistic regression fitted by Newton's method (a few dozen signals, a few
 thousand pairs: no library needed). How well it carries over is measured by leaving one set out: fitted on
 the other sets, scored on that one, for every set in turn. The two thresholds come from those out-of-set
-probabilities of the sets written by people who never saw the gate (`INDEPENDENT`), pooled: `WRITE_AT` maximises F0.5 of the pairs that would be written (precision counts twice:
-a false alarm lands in the user's file), `POSSIBLE_AT` (at most `WRITE_AT`) maximises F2 of every pair
-returned as a conflict or a possible conflict (recall counts twice: a suspicion costs a line in an answer). The final weights are then fitted on all development sets.
+probabilities of the sets written by people who never saw the gate (`INDEPENDENT`), pooled: `WRITE_AT`
+maximises F0.5 of the pairs that would be written (precision counts twice: a false alarm lands in the user's
+file), `POSSIBLE_AT` (at most `WRITE_AT`) maximises F1 of every pair returned as a conflict or a possible
+conflict (`POSSIBLE_BETA`). Each stored memory of a case is also judged alone with the new one and fitted on
+(`LONE_WEIGHT`), never scored. The final weights are then fitted on all development sets.
 """
 
 from __future__ import annotations
@@ -30,7 +32,7 @@ from typing import Any
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 
-from conflicts_eval import BLIND, INDEPENDENT, SETS, case_store, load  # noqa: E402
+from conflicts_eval import BLIND, INDEPENDENT, SETS, Tally, case_store, load  # noqa: E402
 
 from memory_mcp.search.conflicts import PairSignals, judge_neighbours  # noqa: E402
 
@@ -196,9 +198,8 @@ def best_threshold(
 
 
 def pr(tp: int, fp: int, fn: int) -> str:
-    p = tp / (tp + fp) if tp + fp else 1.0
-    r = tp / (tp + fn) if tp + fn else 1.0
-    return f"P {p:.2f} R {r:.2f} ({tp}/{fp}/{fn})"
+    t = Tally(tp, fp, fn)  # the evaluation's precision and recall (1.0 when nothing to count)
+    return f"P {t.precision:.2f} R {t.recall:.2f} ({tp}/{fp}/{fn})"
 
 
 def write_model(kind: str, w: list[float], write_at: float, possible_at: float, trained_on: str) -> None:

@@ -447,8 +447,9 @@ def claim_of(s: Statement) -> Claim:
     mentions |= said | names
     for t in terms_of(rest):
         w = t.stem.lstrip("0123456789")
+        scopes_here = title_scopes if t.text in title_terms else scopes
         if (t.text in ents or t.text in names) and t.text in _SCOPE:  # a tag or name that is a scope: [ios], EU
-            (title_scopes if t.text in title_terms else scopes).add(str(_SCOPE[t.text]))
+            scopes_here.add(str(_SCOPE[t.text]))
             continue
         if not w or t.text in spent or w in spent or t.text in _NUMBER_WORD or t.text.isdigit():
             continue
@@ -456,7 +457,7 @@ def claim_of(s: Statement) -> Claim:
             continue  # an entity's own words ("atlas-web") are not its scope; a Korean cue is no attribute
         scope = _lookup(_SCOPE, t.text) or _lookup(_SCOPE, w)
         if scope:
-            (title_scopes if t.text in title_terms else scopes).add(str(scope))
+            scopes_here.add(str(scope))
             continue
         stance = _lookup(_STANCE, t.text) or _lookup(_STANCE, w)
         if stance:

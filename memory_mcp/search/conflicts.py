@@ -83,7 +83,7 @@ WORD_MATCHES_ON_AN_ENTITY = 60  # best word matches among the memories of an ent
 # value kinds a thing has one of at a time, so a change of one says "the same attribute" with no shared word
 # ("Espresso is £2.40" / "Espresso £2.80 from today"; "Standup 9:30" / "Standup moved to Tuesdays")
 _SCHEDULE_OR_PRICE = ("time", "weekday", "money", "temperature")
-_SPECIFIC_KEYS = ("version:", "unit:", "channel", "time", "percent", "count", "money", "temperature")
+_SPECIFIC_KEYS = ("version:", "unit:", "channel", "percent", "count", *_SCHEDULE_OR_PRICE)
 NEIGHBOUR_RELATED, NEIGHBOUR_DUPLICATE, NEIGHBOUR_POSSIBLE = get_args(NeighbourKind)
 
 Embed = Callable[[list[str]], list[list[float]]]
