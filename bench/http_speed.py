@@ -47,8 +47,11 @@ from speed import generate, pct, queries  # noqa: E402
 REPO = Path(__file__).resolve().parent.parent
 
 
-def start_server(store: Path, token_file: Path, env: dict[str, str]) -> tuple[subprocess.Popen, str]:
+def start_server(
+    store: Path, token_file: Path, env: dict[str, str], workers: int | None = None
+) -> tuple[subprocess.Popen, str]:
     cmd = [sys.executable, "-m", "memory_mcp", "--store", str(store), "serve", "--http", "--port", "0"]
+    cmd += [] if workers is None else ["--workers", str(workers)]
     proc = subprocess.Popen([*cmd, "--token-file", str(token_file)], stderr=subprocess.PIPE, text=True, env=env)
     assert proc.stderr is not None
     for line in proc.stderr:
@@ -89,6 +92,20 @@ def cpu_seconds(pid: int) -> float | None:
     return (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")
 
 
+def tree_cpu_seconds(pid: int) -> float | None:
+    """`cpu_seconds` of process `pid` plus its live children's (the server's worker processes)."""
+    own = cpu_seconds(pid)
+    if own is None:
+        return None
+    for task in Path(f"/proc/{pid}/task").glob("*"):
+        try:
+            children = [int(c) for c in (task / "children").read_text().split()]
+        except OSError:
+            continue
+        own += sum(c for c in map(cpu_seconds, children) if c is not None)
+    return own
+
+
 def child_pids() -> list[int]:
     """This process's children (Linux /proc): how the stdio server's pid is found."""
     me, out = os.getpid(), []
@@ -108,11 +125,11 @@ class CpuWindow:
         self.server_pid = server_pid
 
     def start(self) -> None:
-        self.s0 = cpu_seconds(self.server_pid) if self.server_pid else None
+        self.s0 = tree_cpu_seconds(self.server_pid) if self.server_pid else None
         self.c0 = time.process_time()
 
     def stop(self, calls: int) -> dict:
-        s1 = cpu_seconds(self.server_pid) if self.server_pid else None
+        s1 = tree_cpu_seconds(self.server_pid) if self.server_pid else None
         server = (s1 - self.s0) / calls * 1000 if s1 is not None and self.s0 is not None and calls else None
         return {"server_cpu": server, "client_cpu": (time.process_time() - self.c0) / max(calls, 1) * 1000}
 
@@ -300,7 +317,7 @@ async def run(args: argparse.Namespace) -> None:
     generate(store, args.size)
     env = {"HOME": str(work), "PATH": os.environ.get("PATH", ""), "PYTHONPATH": str(REPO)}
     token_file = work / "token"
-    proc, url = start_server(store, token_file, env)
+    proc, url = start_server(store, token_file, env, args.workers)
     try:
         http = Http(url, token_file.read_text().strip())
         async with http.client() as c:  # the cold index is built here, outside the timings
@@ -315,8 +332,20 @@ async def run(args: argparse.Namespace) -> None:
             rows.append(await level(http, n, qs, args.seconds, cpu))
         rows.append(await level(http, 16, qs, args.seconds, cpu, read_id=first_id(store)))
         rows.append(await raw_level(http, 16, qs, args.seconds, cpu))
+        if args.workers != 0:  # the same load on a server that answers every call itself, in the same run
+            alone, alone_url = start_server(store, work / "token-alone", env, 0)
+            try:
+                http_alone = Http(alone_url, (work / "token-alone").read_text().strip())
+                row = await raw_level(http_alone, 16, qs, args.seconds, CpuWindow(alone.pid))
+                rows.append(row | {"what": row["what"] + ", --workers 0"})
+            finally:
+                alone.terminate()
+                alone.wait(timeout=30)
         print(f"load after:  {uptime()}")
-        print(f"\n{args.size} memories, recall limit 10, {args.seconds:g} s per row; CPU = ms per call")
+        workers = "the server's default" if args.workers is None else args.workers
+        print(
+            f"\n{args.size} memories, recall limit 10, {args.seconds:g} s per row; --workers {workers}; CPU = ms per call"
+        )
         print(f"{'':<26}{'calls':>7}{'calls/s':>9}{'p50 ms':>9}{'p95 ms':>9}{'server CPU':>12}{'client CPU':>12}")
         for r in rows:
             server = "-" if r["server_cpu"] is None else f"{r['server_cpu']:.2f}"
@@ -340,6 +369,7 @@ def main() -> None:
     p.add_argument("--size", type=int, default=10_000)
     p.add_argument("--seconds", type=float, default=8.0)
     p.add_argument("--mixed-calls", type=int, default=20)
+    p.add_argument("--workers", type=int, help="the server's --workers (default: its own default)")
     anyio.run(run, p.parse_args())
 
 

@@ -14,7 +14,7 @@ import pytest
 
 from memory_mcp.store.watch import CanonWatch, filesystem_type
 
-from .helpers import Tools, hand_memory, reconcile_of, settle, tamper, write_file
+from .helpers import Tools, hand_memory, reconcile_of, settle, stdio_tools, tamper, write_file
 
 pytestmark = pytest.mark.anyio
 
@@ -164,3 +164,29 @@ def test_the_setting_turns_the_watch_off_and_every_call_scans(tmp_path: Path) ->
         assert status.index.last_reconcile.scan == "full" and status.index.last_reconcile.scanned == 1
     finally:
         service.close()
+
+
+async def test_another_server_recalling_keeps_the_skip_and_its_writes_are_seen(tools: Tools, store: Path) -> None:
+    """Two servers on one store: a recall of one (it writes its heat to the shared index) must not cost the
+    other a full pass, and what the other remembers or what is edited by hand is still seen at once."""
+    await watch_on(tools)
+    mem = store / "memories"
+    write_file(mem / "a.md", hand_memory("watch-a", "Boiler service", "The boiler is serviced by Rossi in May."))
+    await settled_quiet_call(tools, "boiler")
+    async with stdio_tools(store) as other:
+        # the first commit of another process after a pass that wrote the ledger costs one full pass (nothing
+        # shows yet that the ledger is as that pass left it); that pass records it, and then heat is only heat
+        assert await other.recall_ids("boiler") == ["watch-a"]
+        await tools.recall("boiler")
+        for _ in range(3):
+            assert await other.recall_ids("boiler") == ["watch-a"]  # each commits heat to the index
+            answer = await tools.recall("boiler")
+            assert reconcile_of(answer)["scan"] == "none", reconcile_of(answer)
+            assert [r["id"] for r in answer["results"]] == ["watch-a"]
+        remembered = await other.remember("Bike lock", "The bike lock code is kept in the kitchen drawer.")
+        answer = await tools.recall("bike lock drawer")
+        assert [r["id"] for r in answer["results"]] == [remembered["id"]]
+        assert reconcile_of(answer)["scan"] in ("changed-files", "full")
+        write_file(mem / "a.md", hand_memory("watch-a", "Boiler service", "The boiler is serviced by Bruni in May."))
+        assert await tools.recall_ids("Bruni") == ["watch-a"]
+        assert await other.recall_ids("Rossi") == []

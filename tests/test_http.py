@@ -185,3 +185,72 @@ async def test_a_client_killed_mid_call_leaves_no_lock_held(store: Path) -> None
             assert (await t.status())["total"] == 3000
             made = await t.remember("After the vanished client", "Writes still work.")
             assert made["created"]
+
+
+def _workers(pid: int) -> list[int]:
+    """The worker processes `pid` started (Linux: /proc; empty elsewhere), not multiprocessing's tracker."""
+    children = []
+    for task in Path(f"/proc/{pid}/task").glob("*"):  # each thread's own children (the pool starts from any)
+        try:
+            children += [int(p) for p in (task / "children").read_text().split()]
+        except OSError:
+            pass
+    workers = []
+    for child in children:
+        try:
+            if b"spawn_main" in Path(f"/proc/{child}/cmdline").read_bytes():
+                workers.append(child)
+        except OSError:
+            pass  # gone already
+    return workers
+
+
+async def test_recalls_in_worker_processes_answer_as_the_serving_process_and_survive_a_killed_worker(
+    tmp_path: Path,
+) -> None:
+    """`--workers 2`: keyword recalls run in worker processes with their own index connections; the answers
+    are the serving process's own (`--workers 0`, same store), what a client remembers is found by the next
+    recall, and a worker killed mid-service costs no call an error."""
+    notes = [("Boiler service", "The boiler is serviced by Rossi every May."),
+             ("Bike lock", "The bike lock code is kept in the kitchen drawer."),
+             ("회의 일정", "주간 회의는 화요일 오전 10시에 열린다."),
+             ("Cena familiar", "La cena del domingo es en casa de la abuela.")]  # fmt: skip
+    for name in ("here", "store"):  # two stores alike: a recall counts heat, which the next recall ranks by
+        for i, (title, body) in enumerate(notes):
+            write_file(tmp_path / name / "memories" / f"m{i}.md", hand_memory(f"m{i}", title, body))
+    store = tmp_path / "store"
+    queries = ["boiler May", "kitchen drawer code", "회의", "cena domingo", "Rossi bike"]
+
+    async def answers(root: Path, server_args: tuple[str, ...]) -> tuple[list, str]:
+        with http_server(root, *server_args) as server:
+            async with http_tools(server) as t:
+                got = []
+                for q in queries:
+                    found = (await t.recall(q, mode="bm25"))["results"]
+                    got.append([(r["id"], r["score"], r["line"]) for r in found])
+            return got, "".join(server.stderr_lines)
+
+    here, _ = await answers(tmp_path / "here", ("--workers", "0"))
+    assert all(here), here
+    in_workers, said = await answers(store, ("--workers", "2"))
+    assert "2 worker processes" in said
+    assert in_workers == here
+
+    with http_server(store, "--workers", "2") as server:
+        async with http_tools(server) as t:
+            assert [r["id"] for r in (await t.recall("boiler", mode="bm25"))["results"]] == ["m0"]
+            workers = _workers(server.process.pid)
+            if not workers:
+                pytest.skip("no /proc here to find the worker processes")
+            made = await t.remember("Garden tap", "The garden tap leaks in winter.")
+            assert [r["id"] for r in (await t.recall("garden tap leaks"))["results"]] == [made["id"]]
+            for pid in workers:
+                os.kill(pid, signal.SIGKILL)
+            for _ in range(3):  # the call that finds the pool broken, then the restarted pool
+                assert [r["id"] for r in (await t.recall("boiler", mode="bm25"))["results"]] == ["m0"]
+            assert set(_workers(server.process.pid)).isdisjoint(workers)
+        pids = _workers(server.process.pid)
+    # stopping the server stops its workers
+    server.process.wait(timeout=15)
+    for pid in pids:
+        assert not Path(f"/proc/{pid}").exists() or "zombie" in Path(f"/proc/{pid}/status").read_text().lower()

@@ -8,6 +8,7 @@ input error.
 from __future__ import annotations
 
 import argparse
+import functools
 import json
 import os
 import sys
@@ -38,6 +39,7 @@ from ..importers.run import ImportAnswer, apply_import, dry_run, plan_import
 from ..store.git import GitFailedError
 from ..store.sync import SyncOptions
 from ..tools.service import MemoryService
+from ..tools.workers import MAX_DEFAULT_WORKERS, default_workers
 from .answer_text import result_marks
 
 if TYPE_CHECKING:
@@ -117,6 +119,7 @@ def _json_option(parser: argparse.ArgumentParser) -> None:
 # the options that mean something only with `serve --http` (refused without it rather than ignored)
 HTTP_ONLY = (
     "--host", "--port", "--token-file", "--allow-remote", "--allow-host", "--allow-origin", "--public-url", "--no-auth",
+    "--workers",
 )  # fmt: skip
 
 
@@ -154,6 +157,13 @@ def _http_options(parser: argparse.ArgumentParser) -> None:
         help="the base URL clients use (behind a proxy), e.g. https://memory.example.org; named in the metadata",
     )
     h.add_argument("--no-auth", action="store_true", help="no bearer token (loopback only; any local process can call)")
+    h.add_argument(
+        "--workers",
+        type=int,
+        metavar="N",
+        help=f"processes that answer keyword recalls side by side (default: {default_workers()}, the CPUs up to "
+        f"{MAX_DEFAULT_WORKERS}; 0: every call in the serving process)",
+    )
 
 
 def build_parser() -> argparse.ArgumentParser:
@@ -482,10 +492,21 @@ def _main(argv: list[str] | None) -> int:
         service.close()
 
 
+def _worker_service(
+    project_root: Path | None, config: Path | None, overrides: list[str], store: Path | None
+) -> MemoryService:
+    """The service of an HTTP worker process: the serving process's own settings, loaded again there."""
+    return MemoryService.from_settings(
+        load_settings(project_root=project_root, config_path=config, overrides=overrides, store=store)
+    )
+
+
 def _serve_http(service: MemoryService, args: argparse.Namespace) -> int:
     from .http import DEFAULT_HOST, DEFAULT_PORT, HttpOptions, serve_http
 
     options = HttpOptions(
+        workers=default_workers() if args.workers is None else args.workers,
+        worker_service=functools.partial(_worker_service, args.project_root, args.config, args.set, args.store),
         host=args.host or DEFAULT_HOST,
         port=DEFAULT_PORT if args.port is None else args.port,
         token_file=args.token_file,

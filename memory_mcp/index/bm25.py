@@ -19,7 +19,7 @@ what bm25 is made of (sqlite's ext/fts5/fts5_aux.c, fts5Bm25Function):
   records are byte for byte the same (every committed write to the table changes its structure record).
 
 The arithmetic follows the C code's order of operations, so the scores are the same doubles.
-`exact_bm25` returns None whenever it cannot vouch for that (inside a write transaction, where FTS5's
+`exact_bm25` returns None whenever it cannot vouch for that (inside a transaction that may have written, where FTS5's
 pending rows are not in the records read here; a text holding NUL): the caller then asks FTS5.
 """
 
@@ -34,6 +34,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass, field
 
 from ..domain.text import FTS_TRIGRAM_TOKENIZER
+from .db import writing
 from .fts_queries import tokenizer_probe
 
 K1 = 1.2
@@ -174,7 +175,7 @@ def exact_bm25(
     """(rowid, -bm25) of the rows among `rowids` matching the OR of `phrases`, as FTS5 computes it for
     `bm25(table, *weights)` with that expression; None when only FTS5 itself can say (see the module)."""
     content = _CONTENT.get(table)
-    if content is None or conn.in_transaction or not phrases:
+    if content is None or writing(conn) or not phrases:
         return None
     stats = _table_stats(conn, table)
     if stats is None:

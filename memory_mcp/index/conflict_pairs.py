@@ -5,6 +5,8 @@ from __future__ import annotations
 import sqlite3
 from collections.abc import Sequence
 
+from ..domain.models import ConflictSummary
+
 
 def entity_counts(conn: sqlite3.Connection, entities: Sequence[str]) -> dict[str, int]:
     """How many active memories carry each of `entities` (absent: none)."""
@@ -70,6 +72,14 @@ def open_pairs(conn: sqlite3.Connection) -> list[sqlite3.Row]:
 
 def open_count(conn: sqlite3.Connection) -> int:
     return conn.execute("SELECT count(*) FROM conflicts WHERE status = 'open'").fetchone()[0]
+
+
+def open_summaries(conn: sqlite3.Connection, scope: str, limit: int = 200) -> list[ConflictSummary]:
+    """The oldest open conflicts of one scope's index (a store can hold thousands; every answer lists a few)."""
+    return [
+        ConflictSummary(scope=scope, pair_hash=r[0], a_id=r[1], b_id=r[2], detected=r[3], a_title=r[4], b_title=r[5])
+        for r in oldest_open(conn, limit)
+    ]
 
 
 def oldest_open(conn: sqlite3.Connection, limit: int) -> list[tuple[str, str, str, str, str, str]]:

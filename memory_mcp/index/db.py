@@ -163,6 +163,30 @@ def atomic(conn: sqlite3.Connection) -> Iterator[None]:
     conn.execute("COMMIT")
 
 
+# connections inside `read_snapshot`: their open transaction has written nothing (`writing` tells them apart)
+_READING: set[sqlite3.Connection] = set()  # held only while inside (connections take no weak reference)
+
+
+@contextmanager
+def read_snapshot(conn: sqlite3.Connection) -> Iterator[None]:
+    """One read transaction: every query inside sees the index as it was at its start, whatever other
+    processes commit meanwhile (the write-ahead log keeps that snapshot whole). Nothing may be written in it."""
+    conn.execute("BEGIN")
+    _READING.add(conn)
+    try:
+        conn.execute("SELECT 1 FROM meta LIMIT 1")  # a deferred transaction takes its snapshot at the first read
+        yield
+    finally:
+        _READING.discard(conn)
+        if conn.in_transaction:
+            conn.execute("COMMIT")
+
+
+def writing(conn: sqlite3.Connection) -> bool:
+    """Whether `conn` is inside a transaction that may hold uncommitted writes (not a `read_snapshot`)."""
+    return conn.in_transaction and conn not in _READING
+
+
 def connect(path: Path | str) -> sqlite3.Connection:
     """A connection to the index file (or ":memory:" when the file cannot be used)."""
     conn = sqlite3.connect(path, timeout=30, isolation_level=None, check_same_thread=False)
@@ -325,6 +349,17 @@ def as_recorded(path: Path) -> bool:
     except (OSError, UnicodeDecodeError):
         return False
     return recorded == _identity(path)
+
+
+def index_size(path: Path) -> int:
+    """Bytes of the index file and its write-ahead log (0 for what is missing)."""
+    total = 0
+    for suffix in ("", "-wal"):
+        try:
+            total += os.path.getsize(os.fspath(path) + suffix)
+        except OSError:
+            pass
+    return total
 
 
 def remove_files(path: Path) -> None:

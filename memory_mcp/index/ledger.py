@@ -92,6 +92,15 @@ def scan_digest_holds(conn: sqlite3.Connection, digest: str) -> bool:
     return row is not None and row[0] == f"{digest} {_ledger_shape(conn)}"
 
 
+def scan_mark(conn: sqlite3.Connection) -> str | None:
+    """The recorded scan digest while the ledger is as the pass that recorded it left it, else None: two equal
+    marks mean no ledger write in between (each forgets the digest; a stray one changes the shape)."""
+    row = conn.execute("SELECT value FROM meta WHERE key = 'scan_digest'").fetchone()
+    if row is None or not row[0].endswith(" " + _ledger_shape(conn)):
+        return None
+    return str(row[0])
+
+
 def record_scan_digest(conn: sqlite3.Connection, digest: str) -> None:
     conn.execute(
         "INSERT OR REPLACE INTO meta (key, value) VALUES ('scan_digest', ?)", (f"{digest} {_ledger_shape(conn)}",)

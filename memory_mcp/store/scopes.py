@@ -122,6 +122,15 @@ class Scopes:
                 opened.append(Opened(s.scope, s, stack.enter_context(s.transaction())))
             yield opened
 
+    @contextmanager
+    def reading(self, scope: str | None = None, store: str | None = None) -> Iterator[list[Opened]]:
+        """`open` for a call that only reads the indexes (`StoreSession.reading`): no store lock while it reads."""
+        with ExitStack() as stack:
+            opened = []
+            for s in self.sessions(scope, store):
+                opened.append(Opened(s.scope, s, stack.enter_context(s.reading())))
+            yield opened
+
     def close(self) -> None:
         for s in self._sessions.values():
             s.close()

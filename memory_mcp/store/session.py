@@ -7,7 +7,6 @@ CLI may share a store), then a reconcile so the answer reflects the canon as it 
 
 from __future__ import annotations
 
-import os
 import sqlite3
 import stat
 from collections.abc import Callable, Iterator, Sequence
@@ -17,7 +16,7 @@ from pathlib import Path
 from ..canon import files as canon
 from ..canon.dictionary import EntityDictionary
 from ..domain.errors import StoreAccessError
-from ..domain.models import ConflictSummary, DocumentsReport, IndexReport, ReconcileReport, ScopeReport
+from ..domain.models import DocumentsReport, IndexReport, ReconcileReport, ScopeReport
 from ..index import conflict_pairs as conflict_table
 from ..index import db as ix
 from ..index import ledger
@@ -74,9 +73,10 @@ class StoreSession:
         self._store_lock = StoreLock(store.root, store.lock_path)
         self._gate = StatGate(store)
         self._watch = CanonWatch(store.memories_dir, enabled=change_watch)
-        # (connection, PRAGMA data_version) as of the start of the last full pass: the same connection with
-        # the same data_version means no other process committed to the index since
-        self._quiet_baseline: tuple[sqlite3.Connection, int] | None = None
+        # (connection, PRAGMA data_version, `ledger.scan_mark`) as of the last full pass: the same connection
+        # with the same data_version, or the same mark (what others committed left the ledger alone), means
+        # the watch can still be trusted
+        self._quiet_baseline: tuple[sqlite3.Connection, int, str | None] | None = None
 
     # ------------------------------------------------------------ connection
 
@@ -167,9 +167,12 @@ class StoreSession:
             # another process may have rebuilt (replaced) or checkpointed the file, someone deleted .index/,
             # or something truncated or overwrote it: anything but "as we left it" is opened and checked again
             # (a fresh connection, so no cached page hides the damage)
+            # (the same file left sound by another process's call, its commit checkpointed: the connection stays)
             stamp = self._file_stamp()
-            if self._conn is not None and stamp is not None and stamp == self._db_stamp:
-                return
+            if self._conn is not None and stamp is not None:
+                if stamp == self._db_stamp or (stamp[0] == self._db_inode and ix.as_recorded(self.store.db_path)):
+                    self._db_stamp = stamp
+                    return
         if self._conn is not None:
             self._conn.close()
             self._conn = None
@@ -234,11 +237,42 @@ class StoreSession:
                     damaged = True
                     raise
                 finally:
-                    self._db_stamp = self._file_stamp() if self.index_in_memory is None else None
-                    if not damaged and self.index_in_memory is None:
-                        # the index as this call left it, found sound: the next process to open it may skip its
-                        # integrity check while nothing else touches it (written only when it changed)
-                        self._recorded = ix.record_sound(self.store.db_path, self._recorded)
+                    self._let_go(damaged)
+
+    @contextmanager
+    def reading(self) -> Iterator[ReconcileReport]:
+        """`transaction()` for a call that only reads the index (a keyword recall): reconcile under the store lock,
+        then read one snapshot of the index (`ix.read_snapshot`) with the lock let go, so the searches of several
+        processes run side by side. What another process writes meanwhile is seen by the next call."""
+        with self._thread_lock:
+            self.store.check_contained()
+            with self._store_lock:
+                report = self._reconcile_first()
+                self._reconcile_documents()
+                self._let_go(damaged=False)
+                snapshot = ix.read_snapshot(self.conn)
+                snapshot.__enter__()  # taken under the lock: the snapshot is the index this reconcile left
+            try:
+                yield report
+            except OSError as exc:
+                raise StoreAccessError(_access_message(exc, self.store)) from exc
+            finally:
+                snapshot.__exit__(None, None, None)
+
+    def record_recalls(self, ids: list[str], when: str) -> None:
+        """Count a recall of these memories (`heat`): a write, so under both locks, after a `reading()`."""
+        with self._thread_lock, self._store_lock:
+            self._check_connection()
+            ix.bump_heat(self.conn, ids, when)
+            self._let_go(damaged=False)
+
+    def _let_go(self, damaged: bool) -> None:
+        """Before the store lock is released: the index file as this call leaves it (`_check_connection`)."""
+        self._db_stamp = self._file_stamp() if self.index_in_memory is None else None
+        if not damaged and self.index_in_memory is None:
+            # the index as this call left it, found sound: the next process to open it may skip its
+            # integrity check while nothing else touches it (written only when it changed)
+            self._recorded = ix.record_sound(self.store.db_path, self._recorded)
 
     def _reconcile_first(self) -> ReconcileReport:
         for attempt in (1, 2):
@@ -273,11 +307,14 @@ class StoreSession:
         raise AssertionError("unreachable")
 
     def _index_untouched(self) -> bool:
-        """Same connection, no pending rebuild, and no other process committed since the last full pass."""
+        """Same connection, no pending rebuild, and since the last full pass no other process committed, or
+        what it committed left the ledger as that pass recorded it (a recall counting its heat)."""
         baseline = self._quiet_baseline
         if baseline is None or baseline[0] is not self._conn or self._pending_rebuild_reason:
             return False
-        return ix.data_version(self.conn) == baseline[1]
+        if ix.data_version(self.conn) == baseline[1]:
+            return True
+        return baseline[2] is not None and ledger.scan_mark(self.conn) == baseline[2]
 
     def _reconcile_named(self, files: set[Path]) -> ReconcileReport | None:
         """Only the files the watch named, when nothing else can have changed; None: do a full pass."""
@@ -289,7 +326,7 @@ class StoreSession:
         self.last_report = report
         ix.set_meta(self.conn, "last_reconcile", report.model_dump_json())
         self._watch.resume()
-        self._quiet_baseline = (self.conn, data_version)
+        self._quiet_baseline = (self.conn, data_version, ledger.scan_mark(self.conn))
         return report
 
     def _unchanged_report(self) -> ReconcileReport:
@@ -312,7 +349,7 @@ class StoreSession:
             return  # nothing to arm (and no need to look for racy entries across the whole ledger)
         racy = ledger.has_racy_stamp(self.conn)
         if self._watch.rearm(self._gate.folders, trusted=not self._gate.saw_symlink, racy=racy):
-            self._quiet_baseline = (self.conn, data_version)
+            self._quiet_baseline = (self.conn, data_version, ledger.scan_mark(self.conn))
 
     def _reconcile_documents(self) -> None:
         if not self.sources and not has_doc_files(self.conn):
@@ -393,32 +430,10 @@ class StoreSession:
             reconcile=report,
             scopes=[ScopeReport(scope=self.scope, store=self.store.name, root=str(self.store.root), reconcile=report)],
             unparseable=[u.model_copy(update={"scope": self.scope}) for u in ledger.unparseable_files(self.conn)],
-            unresolved_conflicts=self.open_conflicts(limit=REPORTED_CONFLICTS),
-            unresolved_conflicts_total=self.count_open_conflicts(),
+            unresolved_conflicts=conflict_table.open_summaries(self.conn, self.scope, REPORTED_CONFLICTS),
+            unresolved_conflicts_total=conflict_table.open_count(self.conn),
             documents=self.last_documents if self.sources or self.last_documents.removed else None,
         )
-
-    def count_open_conflicts(self) -> int:
-        return conflict_table.open_count(self.conn)
-
-    def open_conflicts(self, limit: int = 200) -> list[ConflictSummary]:
-        """The oldest open conflicts (a store can hold thousands; every answer lists only a few)."""
-        return [
-            ConflictSummary(
-                scope=self.scope, pair_hash=r[0], a_id=r[1], b_id=r[2], detected=r[3], a_title=r[4], b_title=r[5]
-            )
-            for r in conflict_table.oldest_open(self.conn, limit)
-        ]
-
-    def db_size(self) -> int:
-        total = 0
-        for suffix in ("", "-wal"):
-            p = Path(str(self.store.db_path) + suffix)
-            try:
-                total += os.path.getsize(p)
-            except OSError:
-                pass
-        return total
 
 
 def _transient(exc: BaseException) -> bool:

@@ -17,6 +17,7 @@ from typing import TYPE_CHECKING
 from ..domain.errors import InputError, StoreMissingError
 from ..domain.models import ConflictSummary, ContextAnswer, HandoffInfo, ReviewDue
 from ..domain.text import clip
+from ..index import conflict_pairs as conflict_table
 from ..index import db as ix
 from ..index import reads
 from .limits import DEFAULT_BUDGET
@@ -206,8 +207,8 @@ def context(
                     scope=o.scope,
                     handoff=current_handoff(conn),
                     memories=important_memories(conn, o.scope),
-                    conflicts=o.session.open_conflicts(limit=10),
-                    conflicts_total=o.session.count_open_conflicts(),
+                    conflicts=conflict_table.open_summaries(o.session.conn, o.scope, 10),
+                    conflicts_total=conflict_table.open_count(o.session.conn),
                     reviews=reviews_due(conn),
                 )
             )

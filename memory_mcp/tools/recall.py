@@ -4,12 +4,12 @@ from __future__ import annotations
 
 from ..canon import files as canon
 from ..domain.errors import InputError
-from ..domain.models import RecallAnswer
+from ..domain.models import RecallAnswer, RecallResult
 from ..domain.textinput import check_text
 from ..domain.vocabulary import RECALL_MODES, MemoryType, State, Trust
 from ..index import db as ix
 from ..search.recall import RecallQuery, SearchSettings, find, mark_open_conflicts, memory_result
-from ..store.scopes import merged_report
+from ..store.scopes import Opened, merged_report
 from .arguments import check_date, enum_arg, word_arg
 from .context import current_handoff
 from .state import ServiceState
@@ -46,7 +46,39 @@ def recall(
 
     as_of: a day; only what the store held as current then (a filter, `reads.CURRENT_ON`), no documents.
     Without it, memories past their `valid_until` are left out.
+
+    With worker processes (`svc.workers`, `serve --http --workers N`) a recall that writes nothing but its
+    heat runs in one of them, so that many clients' recalls use every core.
     """
+    arguments = dict(locals())  # every argument as given, before anything below binds a name
+    del arguments["svc"]
+    if svc.workers is not None and not writes_index(svc, mode):
+        return svc.workers.run("recall", arguments, here=lambda: _recall(svc, **arguments))
+    return _recall(svc, **arguments)
+
+
+def writes_index(svc: ServiceState, mode: str | None) -> bool:
+    """Whether a recall in this mode may write the index beyond its heat: hybrid embeds what has no vector
+    yet, so it holds the store lock throughout; a keyword recall reads a snapshot without it."""
+    return mode != "bm25" and svc.semantic.available()
+
+
+def _recall(
+    svc: ServiceState,
+    query: str | None,
+    limit: int | None,
+    type: str | None,
+    state: str | None,
+    entity: str | None,
+    include_deprecated: bool,
+    store: str | None,
+    touch: bool,
+    trust: str | None,
+    scope: str | None,
+    mode: str | None,
+    budget: int | None,
+    as_of: str | None,
+) -> RecallAnswer:
     mode = mode or "auto"
     if query is None:
         if type != MemoryType.HANDOFF.value:
@@ -68,7 +100,8 @@ def recall(
     mem_trust = enum_arg(Trust, trust, "trust")
     as_of = check_date(as_of, "as_of")
     today = svc.clock().astimezone().date().isoformat()  # validity days are local calendar days, like reviews
-    with svc.scopes.open(scope, store) as opened:
+    may_embed = writes_index(svc, mode)
+    with (svc.scopes.open if may_embed else svc.scopes.reading)(scope, store) as opened:
         index = merged_report(opened)
         if not query.strip():
             return RecallAnswer(
@@ -95,26 +128,38 @@ def recall(
                 today=today,
             ),
         )
-        if touch:
-            for o in opened:
-                ids = [r.id for r in found.results if r.kind == "memory" and r.scope == o.scope]
-                if ids:
-                    ix.bump_heat(o.session.conn, ids, canon.iso_utc(svc.clock()))
-        return RecallAnswer(
-            query=query,
-            plan=found.plan,
-            results=found.results,
-            index=index,
-            mode=found.mode,
-            semantic_available=svc.semantic.available(),
-            semantic_note=found.note,
-            semantic_pending=found.pending,
-            collapsed=found.collapsed,
-            budget_bytes=budget,
-            used_bytes=sum(r.cited_bytes() for r in found.results) if budget is not None else None,
-            left_out=found.left_out,
-            as_of=as_of,
-        )
+        now = canon.iso_utc(svc.clock())
+        if touch and may_embed:  # the store lock is held: the heat is written in this call's transaction
+            for o, ids in _recalled(opened, found.results):
+                ix.bump_heat(o.session.conn, ids, now)
+    if touch and not may_embed:  # the snapshot is closed: the heat is written under the lock again
+        for o, ids in _recalled(opened, found.results):
+            o.session.record_recalls(ids, now)
+    return RecallAnswer(
+        query=query,
+        plan=found.plan,
+        results=found.results,
+        index=index,
+        mode=found.mode,
+        semantic_available=svc.semantic.available(),
+        semantic_note=found.note,
+        semantic_pending=found.pending,
+        collapsed=found.collapsed,
+        budget_bytes=budget,
+        used_bytes=sum(r.cited_bytes() for r in found.results) if budget is not None else None,
+        left_out=found.left_out,
+        as_of=as_of,
+    )
+
+
+def _recalled(opened: list[Opened], results: list[RecallResult]) -> list[tuple[Opened, list[str]]]:
+    """Each scope with the ids of its memories among the results (those whose heat a recall counts)."""
+    out = []
+    for o in opened:
+        ids = [r.id for r in results if r.kind == "memory" and r.scope == o.scope]
+        if ids:
+            out.append((o, ids))
+    return out
 
 
 def _search_settings(svc: ServiceState) -> SearchSettings:

@@ -5,7 +5,7 @@ from __future__ import annotations
 from collections.abc import Callable, Sequence
 from datetime import UTC, datetime
 from pathlib import Path
-from typing import Self
+from typing import TYPE_CHECKING, Self
 
 from ..config import Settings
 from ..domain.errors import StoreAccessError, StoreMissingError
@@ -19,6 +19,9 @@ from ..store.paths import Store
 from ..store.scopes import Scopes
 from ..store.session import StoreSession
 from .limits import Limits
+
+if TYPE_CHECKING:
+    from .workers import WorkerPool
 
 
 def utc_now() -> datetime:
@@ -56,6 +59,8 @@ class ServiceState:
         self.semantic = sem.Semantic(embedder, semantic)
         self.collapse_jaccard = collapse_jaccard
         self.scopes = Scopes(self.root, project_root, local_dir, sources, chunk_chars, change_watch)
+        # worker processes for keyword recalls (`serve --http --workers N`); None: every call runs here
+        self.workers: WorkerPool | None = None
 
     @classmethod
     def from_settings(cls, settings: Settings, store: Path | None = None) -> Self:
@@ -122,4 +127,7 @@ class ServiceState:
         return present[0] if len(present) < len(targets) else scope
 
     def close(self) -> None:
+        if self.workers is not None:
+            self.workers.close()
+            self.workers = None
         self.scopes.close()

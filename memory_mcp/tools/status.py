@@ -13,6 +13,7 @@ from ..domain.models import (
     IndexFreshness,
     StatusAnswer,
 )
+from ..index import conflict_pairs as conflict_table
 from ..index import db as ix
 from ..index import reads
 from ..index.ledger import unparseable_files
@@ -60,15 +61,15 @@ def status(svc: ServiceState, store: str | None = None, scope: str | None = None
             by_type=by["type"],
             by_trust=by["trust"],
             handoff=handoff_info(s.scope, handoff) if handoff is not None else None,
-            unresolved_conflicts=s.open_conflicts(),
-            unresolved_conflicts_total=s.count_open_conflicts(),
+            unresolved_conflicts=conflict_table.open_summaries(s.conn, s.scope),
+            unresolved_conflicts_total=conflict_table.open_count(s.conn),
             review_due=review,
             expired=expired,
             compaction_candidates=_compaction(svc, s),
             unparseable=[u.model_copy(update={"scope": s.scope}) for u in unparseable_files(conn)],
             index=IndexFreshness(
                 path=s.store.relative(s.store.db_path),
-                size_bytes=s.db_size(),
+                size_bytes=ix.index_size(s.store.db_path),
                 schema_version=ix.SCHEMA_VERSION,
                 built_at=ix.meta_value(conn, "built_at"),
                 last_reconcile=report,

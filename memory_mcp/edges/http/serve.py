@@ -9,6 +9,7 @@ they serialise a stdio server's concurrent requests.
 
 from __future__ import annotations
 
+import signal
 import socket
 import sys
 from dataclasses import dataclass, field
@@ -20,6 +21,7 @@ from mcp.server.transport_security import TransportSecuritySettings
 
 from ...domain.errors import InputError
 from ...tools.service import MemoryService
+from ...tools.workers import ServiceFactory, WorkerPool
 from ..server import build_server
 from .access import (
     DEFAULT_HOST,
@@ -51,6 +53,8 @@ class HttpOptions:
     allow_hosts: list[str] = field(default_factory=list)
     allow_origins: list[str] = field(default_factory=list)
     public_url: str | None = None
+    workers: int = 0  # processes for keyword recalls (`WorkerPool`); 0: every call in the serving process
+    worker_service: ServiceFactory | None = None  # builds a worker's service (picklable: workers are spawned)
 
 
 def bind(host: str, port: int) -> socket.socket:
@@ -84,6 +88,8 @@ def serve_http(service: MemoryService, options: HttpOptions) -> None:
         )
     if remote and options.no_auth:
         raise InputError("--no-auth is only allowed on a loopback address")
+    if options.workers < 0:
+        raise InputError(f"--workers: {options.workers}; 0 or more (0: every call in the serving process)")
     public_url = check_public_url(options.public_url) if options.public_url else None
     token = None if options.no_auth else load_or_create_token(options.token_file or default_token_file())
     sock = bind(options.host, options.port)
@@ -134,11 +140,21 @@ def serve_http(service: MemoryService, options: HttpOptions) -> None:
     if token is None:
         say("WARNING: --no-auth: any process on this machine can call the tools")
     where = f"bearer token in {token.path}" if token else "no authentication"
+    if options.workers and options.worker_service is not None:
+        service.workers = WorkerPool(options.worker_service, options.workers)
+        where += f"; {options.workers} worker processes"
     say(f"MCP over Streamable HTTP at {base}{MCP_PATH} ({where}; Ctrl-C to stop)")
+    # uvicorn re-raises SIGTERM once it has shut down; the default action would end the process before the
+    # caller's cleanup (the index connection, the worker processes): a handler turns it into a normal exit
+    signal.signal(signal.SIGTERM, _exit_normally)
     try:
         uvicorn.Server(config).run(sockets=[sock])
     finally:
         sock.close()
+
+
+def _exit_normally(signum: int, frame: object) -> None:
+    raise SystemExit(0)
 
 
 def say(line: str) -> None:
