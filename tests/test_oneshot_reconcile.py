@@ -100,6 +100,7 @@ def test_a_version_4_index_is_upgraded_in_place_and_its_ledger_compared_again(st
         conn.execute("DROP INDEX memories_valid_until")  # ... and none of version 6's validity columns
         for column in ("valid_from", "valid_until", "superseded_at"):
             conn.execute(f"ALTER TABLE memories DROP COLUMN {column}")
+        conn.execute("DROP TABLE ledger_log")  # ... nor version 8's ledger log
         conn.execute("UPDATE meta SET value = '4' WHERE key = 'schema_version'")
     conn.close()
     answer = _recall(store, "espresso")
@@ -107,7 +108,7 @@ def test_a_version_4_index_is_upgraded_in_place_and_its_ledger_compared_again(st
     assert answer["results"][0]["components"]["heat"] > 0  # recall counts survived
     conn = sqlite3.connect(db_path(store))
     try:
-        assert conn.execute("SELECT value FROM meta WHERE key = 'schema_version'").fetchone()[0] == "7"
+        assert conn.execute("SELECT value FROM meta WHERE key = 'schema_version'").fetchone()[0] == "8"
     finally:
         conn.close()
     _recall(store, "espresso")  # versions 6 and 7 made every ledger row stale: that call re-read the file once

@@ -304,6 +304,7 @@ async def test_an_index_from_the_previous_version_is_upgraded_in_place_keeping_r
         conn.execute("DROP INDEX memories_valid_until")  # ... nor version 6's validity columns
         for column in ("valid_from", "valid_until", "superseded_at"):
             conn.execute(f"ALTER TABLE memories DROP COLUMN {column}")
+        conn.execute("DROP TABLE ledger_log")  # ... nor version 8's ledger log
         conn.execute("UPDATE meta SET value = '3' WHERE key = 'schema_version'")
     conn.close()
     async with stdio_tools(store) as t:
@@ -315,7 +316,7 @@ async def test_an_index_from_the_previous_version_is_upgraded_in_place_keeping_r
         assert await t.recall_ids("espresso", state="archived") == [other["id"]]
         assert await t.recall_ids("espresso", state="active") == [kept["id"]]
     conn = sqlite3.connect(db_path(store))
-    assert conn.execute("SELECT value FROM meta WHERE key = 'schema_version'").fetchone()[0] == "7"
+    assert conn.execute("SELECT value FROM meta WHERE key = 'schema_version'").fetchone()[0] == "8"
     conn.close()
 
 
@@ -332,6 +333,7 @@ async def test_a_version_6_index_is_re_read_so_stored_ligatures_become_findable(
                 f"UPDATE {table} SET title = ?, body = ? WHERE rowid = ?",
                 ("Quarterly ﬁnance review", "The ｆｕｌｌ report is due on Friday.", rowid),
             )
+        conn.execute("DROP TABLE ledger_log")
         conn.execute("UPDATE meta SET value = '6' WHERE key = 'schema_version'")
     assert "finance" not in conn.execute("SELECT title FROM fts_word").fetchone()[0]
     conn.close()
@@ -340,3 +342,28 @@ async def test_a_version_6_index_is_re_read_so_stored_ligatures_become_findable(
         assert reconcile_of(answer)["rebuilt"] is False  # upgraded, not rebuilt
         assert [r["id"] for r in answer["results"]] == [made["id"]]
         assert (await t.ok("memory_reindex", verify=True))["mismatches"] == []
+
+
+async def test_a_version_7_index_is_upgraded_in_place_and_starts_its_ledger_log(store: Path) -> None:
+    """Version 8 logs every ledger write (another server's remember then costs a named re-check, not a full
+    pass): a version-7 index gains the log without a rebuild, recall counts kept."""
+    async with stdio_tools(store) as t:
+        made = await t.remember("Espresso machine", "It needs descaling monthly.")
+        for _ in range(3):
+            await t.recall("espresso")
+    conn = sqlite3.connect(db_path(store))
+    with conn:
+        conn.execute("DROP TABLE ledger_log")
+        conn.execute("UPDATE meta SET value = '7' WHERE key = 'schema_version'")
+    conn.close()
+    async with stdio_tools(store) as t:
+        answer = await t.recall("espresso")
+        assert reconcile_of(answer)["rebuilt"] is False
+        assert answer["results"][0]["id"] == made["id"] and answer["results"][0]["components"]["heat"] > 0
+        await t.remember("Grinder", "The grinder burrs are replaced yearly.")
+    conn = sqlite3.connect(db_path(store))
+    try:
+        assert conn.execute("SELECT value FROM meta WHERE key = 'schema_version'").fetchone()[0] == "8"
+        assert [r[0] for r in conn.execute("SELECT path FROM ledger_log")][-1].startswith("memories/")
+    finally:
+        conn.close()

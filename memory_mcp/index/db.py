@@ -22,7 +22,7 @@ from ..domain.memory import OptionalValues
 from ..domain.models import Memory
 from ..domain.text import FTS_TRIGRAM_TOKENIZER, FTS_WORD_TOKENIZER, searchable
 
-SCHEMA_VERSION = 7
+SCHEMA_VERSION = 8
 
 _OPTIONAL_COLUMNS = "".join(f"\n    {name} TEXT," for name in COLUMNS)  # the field table's plain columns
 SCHEMA = f"""
@@ -94,6 +94,8 @@ CREATE TABLE conflicts (
 CREATE INDEX conflicts_recorded_in ON conflicts (recorded_in);
 -- index-only: recall counts are not canon and do not survive deleting .index/
 CREATE TABLE heat (memory_id TEXT PRIMARY KEY, recalls INTEGER NOT NULL, last_recalled TEXT NOT NULL);
+-- the ledger's paths in write order ('' = every file): what another process wrote (`ledger.written_since`)
+CREATE TABLE ledger_log (seq INTEGER PRIMARY KEY AUTOINCREMENT, path TEXT NOT NULL);
 CREATE VIRTUAL TABLE fts_word USING fts5 (
     title, entities, body,
     tokenize = "{FTS_WORD_TOKENIZER}", prefix = '1 2 3'
@@ -225,6 +227,9 @@ MIGRATIONS: dict[int, tuple[str, ...]] = {
         "UPDATE doc_files SET mtime_ns = -1, sha256 = ''",
         "DELETE FROM meta WHERE key = 'scan_digest'",
     ),
+    # 8 logs every ledger write (`ledger_log`): a version-7 process would write the ledger without logging it,
+    # so the bump makes it rebuild the index rather than write one whose log another process trusts
+    7: ("CREATE TABLE ledger_log (seq INTEGER PRIMARY KEY AUTOINCREMENT, path TEXT NOT NULL)",),
 }
 
 

@@ -46,25 +46,25 @@ def file_rows_at(conn: sqlite3.Connection, paths: list[str]) -> dict[str, FileRo
 
 
 def put_file(conn: sqlite3.Connection, row: FileRow) -> None:
-    _forget_scan_digest(conn)
+    _written(conn, row.path)
     conn.execute(f"INSERT OR REPLACE INTO files ({_COLUMNS}) VALUES (?,?,?,?,?,?,?)", row)
 
 
 def drop_file(conn: sqlite3.Connection, path: str) -> None:
-    _forget_scan_digest(conn)
+    _written(conn, path)
     conn.execute("DELETE FROM files WHERE path = ?", (path,))
     drop_memory_at(conn, path)
 
 
 def restamp_file(conn: sqlite3.Connection, path: str, mtime_ns: int, size: int, inode: int) -> None:
     """The content hashed the same: only the stat stamp moves."""
-    _forget_scan_digest(conn)
+    _written(conn, path)
     conn.execute("UPDATE files SET mtime_ns = ?, size = ?, inode = ? WHERE path = ?", (mtime_ns, size, inode, path))
 
 
 def forget_stamps(conn: sqlite3.Connection) -> None:
     """Make every file look changed, so the next pass hashes and re-reads each one."""
-    _forget_scan_digest(conn)
+    _written(conn, EVERY_FILE)
     conn.execute("UPDATE files SET mtime_ns = -1, sha256 = ''")
 
 
@@ -72,6 +72,39 @@ def forget_stamps(conn: sqlite3.Connection) -> None:
 # the same scan can skip loading and comparing the ledger. Every ledger write above forgets it first (in the
 # writer's transaction); the row count and the highest rowid recorded beside it also catch a row added,
 # replaced or dropped by code that does not know the digest (a tool, a test, a bug).
+
+
+# The ledger log: every write above also appends its path (in the writer's transaction), so that a process
+# whose change watch named some files, and which finds the index committed by another process since its last
+# pass, can tell "the other process indexed the files I was told about" (trust the watch, re-check only those)
+# from "the ledger changed elsewhere" (a full pass). Only the last LOG_KEPT entries are kept: a process whose
+# last pass is older than the oldest entry cannot tell, and does a full pass.
+EVERY_FILE = ""
+LOG_KEPT = 4096
+
+
+def _written(conn: sqlite3.Connection, path: str) -> None:
+    _forget_scan_digest(conn)
+    seq = conn.execute("INSERT INTO ledger_log (path) VALUES (?)", (path,)).lastrowid
+    if seq and seq % 1024 == 0:
+        conn.execute("DELETE FROM ledger_log WHERE seq <= ?", (seq - LOG_KEPT,))
+
+
+def log_position(conn: sqlite3.Connection) -> int:
+    """The last ledger write's sequence number (0 before any)."""
+    return conn.execute("SELECT coalesce(max(seq), 0) FROM ledger_log").fetchone()[0]
+
+
+def written_since(conn: sqlite3.Connection, position: int) -> set[str] | None:
+    """The paths written to the ledger after `position`, or None when that cannot be told (entries trimmed,
+    or a write of every file)."""
+    oldest, newest = conn.execute("SELECT min(seq), max(seq) FROM ledger_log").fetchone()
+    if newest is None or newest <= position:
+        return set()
+    if oldest > position + 1:
+        return None
+    paths = {r[0] for r in conn.execute("SELECT path FROM ledger_log WHERE seq > ?", (position,))}
+    return None if EVERY_FILE in paths else paths
 
 
 def _forget_scan_digest(conn: sqlite3.Connection) -> None:

@@ -11,6 +11,7 @@ import sqlite3
 import stat
 from collections.abc import Callable, Iterator, Sequence
 from contextlib import contextmanager
+from dataclasses import dataclass
 from pathlib import Path
 
 from ..canon import files as canon
@@ -36,6 +37,34 @@ _TRANSIENT_SQLITE = ("SQLITE_BUSY", "SQLITE_LOCKED", "SQLITE_INTERRUPT", "SQLITE
 
 # every answer's index report lists at most this many open conflicts per scope, with the total beside it
 REPORTED_CONFLICTS = 10
+
+
+@dataclass(frozen=True)
+class QuietBaseline:
+    """The index as of the last pass the change watch was armed for: while it holds, the watch's events name
+    every file that can have changed since."""
+
+    conn: sqlite3.Connection
+    data_version: int  # PRAGMA data_version: it changes when another connection commits
+    scan_mark: str | None  # `ledger.scan_mark`
+    log_position: int  # `ledger.log_position`
+
+    @classmethod
+    def of(cls, conn: sqlite3.Connection, data_version: int) -> QuietBaseline:
+        return cls(conn, data_version, ledger.scan_mark(conn), ledger.log_position(conn))
+
+    def holds(self, conn: sqlite3.Connection, named: set[str]) -> bool:
+        """Same connection, and since then no other process committed, or what it committed left the ledger
+        alone (a recall's heat: the scan mark is the same) or wrote only files in `named`, the paths the
+        watch reported (another server's remember). A ledger written elsewhere means a full pass."""
+        if conn is not self.conn:
+            return False
+        if ix.data_version(conn) == self.data_version:
+            return True
+        if self.scan_mark is not None and ledger.scan_mark(conn) == self.scan_mark:
+            return True
+        written = ledger.written_since(conn, self.log_position)
+        return bool(written) and written <= named
 
 
 class StoreSession:
@@ -73,10 +102,7 @@ class StoreSession:
         self._store_lock = StoreLock(store.root, store.lock_path)
         self._gate = StatGate(store)
         self._watch = CanonWatch(store.memories_dir, enabled=change_watch)
-        # (connection, PRAGMA data_version, `ledger.scan_mark`) as of the last full pass: the same connection
-        # with the same data_version, or the same mark (what others committed left the ledger alone), means
-        # the watch can still be trusted
-        self._quiet_baseline: tuple[sqlite3.Connection, int, str | None] | None = None
+        self._quiet_baseline: QuietBaseline | None = None
 
     # ------------------------------------------------------------ connection
 
@@ -281,7 +307,7 @@ class StoreSession:
                 dictionary_changed = self._load_dictionary()
                 changes = self._watch.poll()
                 trusted = changes is not None and changes.complete and not dictionary_changed
-                if trusted and self._index_untouched():
+                if trusted and self._index_untouched(changes.files):
                     if not changes.files:
                         return self._unchanged_report()
                     report = self._reconcile_named(changes.files)
@@ -306,15 +332,12 @@ class StoreSession:
                 self._discard(f"index failed during reconcile ({_why(exc, self.store)})")
         raise AssertionError("unreachable")
 
-    def _index_untouched(self) -> bool:
-        """Same connection, no pending rebuild, and since the last full pass no other process committed, or
-        what it committed left the ledger as that pass recorded it (a recall counting its heat)."""
+    def _index_untouched(self, named: set[Path]) -> bool:
+        """Whether the change watch can still be trusted (`QuietBaseline.holds`), no rebuild pending."""
         baseline = self._quiet_baseline
-        if baseline is None or baseline[0] is not self._conn or self._pending_rebuild_reason:
+        if baseline is None or self._pending_rebuild_reason or self._conn is None:
             return False
-        if ix.data_version(self.conn) == baseline[1]:
-            return True
-        return baseline[2] is not None and ledger.scan_mark(self.conn) == baseline[2]
+        return baseline.holds(self._conn, {self.store.relative(p) for p in named})
 
     def _reconcile_named(self, files: set[Path]) -> ReconcileReport | None:
         """Only the files the watch named, when nothing else can have changed; None: do a full pass."""
@@ -326,7 +349,7 @@ class StoreSession:
         self.last_report = report
         ix.set_meta(self.conn, "last_reconcile", report.model_dump_json())
         self._watch.resume()
-        self._quiet_baseline = (self.conn, data_version, ledger.scan_mark(self.conn))
+        self._quiet_baseline = QuietBaseline.of(self.conn, data_version)
         return report
 
     def _unchanged_report(self) -> ReconcileReport:
@@ -349,7 +372,7 @@ class StoreSession:
             return  # nothing to arm (and no need to look for racy entries across the whole ledger)
         racy = ledger.has_racy_stamp(self.conn)
         if self._watch.rearm(self._gate.folders, trusted=not self._gate.saw_symlink, racy=racy):
-            self._quiet_baseline = (self.conn, data_version, ledger.scan_mark(self.conn))
+            self._quiet_baseline = QuietBaseline.of(self.conn, data_version)
 
     def _reconcile_documents(self) -> None:
         if not self.sources and not has_doc_files(self.conn):
