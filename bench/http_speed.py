@@ -92,18 +92,16 @@ def cpu_seconds(pid: int) -> float | None:
     return (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")
 
 
-def tree_cpu_seconds(pid: int) -> float | None:
-    """`cpu_seconds` of process `pid` plus its live children's (the server's worker processes)."""
-    own = cpu_seconds(pid)
-    if own is None:
-        return None
-    for task in Path(f"/proc/{pid}/task").glob("*"):
+def worker_cpu_seconds(pid: int) -> float:
+    """`cpu_seconds` of the live children of process `pid` (the server's worker processes); 0 when none."""
+    total = 0.0
+    for task in Path(f"/proc/{pid}/task").glob("*"):  # each thread's own children (workers start from any)
         try:
             children = [int(c) for c in (task / "children").read_text().split()]
         except OSError:
             continue
-        own += sum(c for c in map(cpu_seconds, children) if c is not None)
-    return own
+        total += sum(c for c in map(cpu_seconds, children) if c is not None)
+    return total
 
 
 def child_pids() -> list[int]:
@@ -119,19 +117,27 @@ def child_pids() -> list[int]:
 
 
 class CpuWindow:
-    """CPU seconds spent by the server process and by this (client) process between start() and stop()."""
+    """CPU seconds spent by the server (its own process and its worker processes) and by this (client) process
+    between start() and stop(). A worker restarted in between would count only its new life (none here)."""
 
     def __init__(self, server_pid: int | None) -> None:
         self.server_pid = server_pid
 
+    def _server(self) -> tuple[float, float] | None:
+        own = cpu_seconds(self.server_pid) if self.server_pid else None
+        return None if own is None else (own, worker_cpu_seconds(self.server_pid))
+
     def start(self) -> None:
-        self.s0 = tree_cpu_seconds(self.server_pid) if self.server_pid else None
+        self.s0 = self._server()
         self.c0 = time.process_time()
 
     def stop(self, calls: int) -> dict:
-        s1 = tree_cpu_seconds(self.server_pid) if self.server_pid else None
-        server = (s1 - self.s0) / calls * 1000 if s1 is not None and self.s0 is not None and calls else None
-        return {"server_cpu": server, "client_cpu": (time.process_time() - self.c0) / max(calls, 1) * 1000}
+        s1, per = self._server(), 1000 / max(calls, 1)
+        own = workers = None
+        if s1 is not None and self.s0 is not None:
+            own, workers = (s1[0] - self.s0[0]) * per, (s1[1] - self.s0[1]) * per
+        return {"server_cpu": None if own is None else own + workers, "worker_cpu": workers,
+                "client_cpu": (time.process_time() - self.c0) * per}  # fmt: skip
 
 
 async def recall_for(client: mcp.Client, qs: list[str], offset: int, seconds: float, out: list[float]) -> None:
@@ -346,12 +352,16 @@ async def run(args: argparse.Namespace) -> None:
         print(
             f"\n{args.size} memories, recall limit 10, {args.seconds:g} s per row; --workers {workers}; CPU = ms per call"
         )
-        print(f"{'':<26}{'calls':>7}{'calls/s':>9}{'p50 ms':>9}{'p95 ms':>9}{'server CPU':>12}{'client CPU':>12}")
+        print(
+            f"{'':<36}{'calls':>7}{'calls/s':>9}{'p50 ms':>9}{'p95 ms':>9}{'server CPU':>12}{'in workers':>12}"
+            f"{'client CPU':>12}"
+        )
         for r in rows:
             server = "-" if r["server_cpu"] is None else f"{r['server_cpu']:.2f}"
+            workers = "-" if r.get("worker_cpu") is None else f"{r['worker_cpu']:.2f}"
             print(
-                f"{r['what']:<26}{r['n']:>7}{r['rate']:>9.1f}{r['p50']:>9.1f}{r['p95']:>9.1f}"
-                f"{server:>12}{r['client_cpu']:>12.2f}"
+                f"{r['what']:<36}{r['n']:>7}{r['rate']:>9.1f}{r['p50']:>9.1f}{r['p95']:>9.1f}"
+                f"{server:>12}{workers:>12}{r['client_cpu']:>12.2f}"
             )
         made, errors, lost, elapsed = await mixed(http, 16, args.mixed_calls, qs)
         print(
