@@ -75,10 +75,10 @@ def forget_stamps(conn: sqlite3.Connection) -> None:
 
 
 # The ledger log: every write above also appends its path (in the writer's transaction), so that a process
-# whose change watch named some files, and which finds the index committed by another process since its last
-# pass, can tell "the other process indexed the files I was told about" (trust the watch, re-check only those)
-# from "the ledger changed elsewhere" (a full pass). Only the last LOG_KEPT entries are kept: a process whose
-# last pass is older than the oldest entry cannot tell, and does a full pass.
+# that finds the index committed by another process since its last pass knows which ledger rows that process
+# wrote (another server's remember) and re-checks those files with the ones its change watch named, instead
+# of a full pass. Only the last LOG_KEPT entries are kept: a process whose last pass is older than the oldest
+# entry cannot tell, and does a full pass.
 EVERY_FILE = ""
 LOG_KEPT = 4096
 
@@ -113,7 +113,8 @@ def _forget_scan_digest(conn: sqlite3.Connection) -> None:
     conn.execute("DELETE FROM meta WHERE key = 'scan_digest'")
 
 
-def _ledger_shape(conn: sqlite3.Connection) -> str:
+def shape(conn: sqlite3.Connection) -> str:
+    """The ledger's row count and top rowid: a row added, replaced or dropped changes it."""
     # two subqueries: each alone is answered from the b-tree without a scan, together they would scan
     count, top = conn.execute("SELECT (SELECT count(*) FROM files), (SELECT max(rowid) FROM files)").fetchone()
     return f"{count}:{top}"
@@ -122,22 +123,11 @@ def _ledger_shape(conn: sqlite3.Connection) -> str:
 def scan_digest_holds(conn: sqlite3.Connection, digest: str) -> bool:
     """Whether the last full pass found nothing to do with a scan of this digest, and the ledger is as it left it."""
     row = conn.execute("SELECT value FROM meta WHERE key = 'scan_digest'").fetchone()
-    return row is not None and row[0] == f"{digest} {_ledger_shape(conn)}"
-
-
-def scan_mark(conn: sqlite3.Connection) -> str | None:
-    """The recorded scan digest while the ledger is as the pass that recorded it left it, else None: two equal
-    marks mean no ledger write in between (each forgets the digest; a stray one changes the shape)."""
-    row = conn.execute("SELECT value FROM meta WHERE key = 'scan_digest'").fetchone()
-    if row is None or not row[0].endswith(" " + _ledger_shape(conn)):
-        return None
-    return str(row[0])
+    return row is not None and row[0] == f"{digest} {shape(conn)}"
 
 
 def record_scan_digest(conn: sqlite3.Connection, digest: str) -> None:
-    conn.execute(
-        "INSERT OR REPLACE INTO meta (key, value) VALUES ('scan_digest', ?)", (f"{digest} {_ledger_shape(conn)}",)
-    )
+    conn.execute("INSERT OR REPLACE INTO meta (key, value) VALUES ('scan_digest', ?)", (f"{digest} {shape(conn)}",))
 
 
 def duplicate_rows(conn: sqlite3.Connection) -> list[FileRow]:

@@ -41,30 +41,31 @@ REPORTED_CONFLICTS = 10
 
 @dataclass(frozen=True)
 class QuietBaseline:
-    """The index as of the last pass the change watch was armed for: while it holds, the watch's events name
-    every file that can have changed since."""
+    """The index as of the last pass the change watch was armed for. What can differ from the disk since is
+    what the watch reports (files changed on disk) plus what `rechecks` names (ledger rows others wrote)."""
 
     conn: sqlite3.Connection
     data_version: int  # PRAGMA data_version: it changes when another connection commits
-    scan_mark: str | None  # `ledger.scan_mark`
+    ledger_shape: str  # `ledger.shape`: row count and top rowid
     log_position: int  # `ledger.log_position`
 
     @classmethod
     def of(cls, conn: sqlite3.Connection, data_version: int) -> QuietBaseline:
-        return cls(conn, data_version, ledger.scan_mark(conn), ledger.log_position(conn))
+        return cls(conn, data_version, ledger.shape(conn), ledger.log_position(conn))
 
-    def holds(self, conn: sqlite3.Connection, named: set[str]) -> bool:
-        """Same connection, and since then no other process committed, or what it committed left the ledger
-        alone (a recall's heat: the scan mark is the same) or wrote only files in `named`, the paths the
-        watch reported (another server's remember). A ledger written elsewhere means a full pass."""
+    def rechecks(self, conn: sqlite3.Connection) -> set[str] | None:
+        """The ledger paths other processes wrote since (another server's remember: re-check those files too),
+        or None when only a full pass can tell: another connection, an unlogged ledger change (a stray tool:
+        its rows moved with nothing in the log), a log trimmed past this point or a write of every file.
+        Commits that left the ledger alone (a recall's heat) need nothing re-checked."""
         if conn is not self.conn:
-            return False
+            return None
         if ix.data_version(conn) == self.data_version:
-            return True
-        if self.scan_mark is not None and ledger.scan_mark(conn) == self.scan_mark:
-            return True
+            return set()
         written = ledger.written_since(conn, self.log_position)
-        return bool(written) and written <= named
+        if written is None or (not written and ledger.shape(conn) != self.ledger_shape):
+            return None
+        return written
 
 
 class StoreSession:
@@ -307,10 +308,12 @@ class StoreSession:
                 dictionary_changed = self._load_dictionary()
                 changes = self._watch.poll()
                 trusted = changes is not None and changes.complete and not dictionary_changed
-                if trusted and self._index_untouched(changes.files):
-                    if not changes.files:
+                rechecks = self._rechecks() if trusted else None
+                if changes is not None and rechecks is not None:
+                    named = changes.files | {self.store.root / rel for rel in rechecks}
+                    if not named:
                         return self._unchanged_report()
-                    report = self._reconcile_named(changes.files)
+                    report = self._reconcile_named(named)
                     if report is not None:
                         return report
                 self._quiet_baseline = None
@@ -332,12 +335,12 @@ class StoreSession:
                 self._discard(f"index failed during reconcile ({_why(exc, self.store)})")
         raise AssertionError("unreachable")
 
-    def _index_untouched(self, named: set[Path]) -> bool:
-        """Whether the change watch can still be trusted (`QuietBaseline.holds`), no rebuild pending."""
+    def _rechecks(self) -> set[str] | None:
+        """What besides the watch's files must be re-checked (`QuietBaseline.rechecks`); None: a full pass."""
         baseline = self._quiet_baseline
         if baseline is None or self._pending_rebuild_reason or self._conn is None:
-            return False
-        return baseline.holds(self._conn, {self.store.relative(p) for p in named})
+            return None
+        return baseline.rechecks(self._conn)
 
     def _reconcile_named(self, files: set[Path]) -> ReconcileReport | None:
         """Only the files the watch named, when nothing else can have changed; None: do a full pass."""
