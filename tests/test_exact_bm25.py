@@ -108,6 +108,22 @@ def test_inside_a_write_transaction_it_leaves_the_scoring_to_fts5(conn: sqlite3.
         assert exact_bm25(conn, "fts_tri", ["banana", "ban"], (3.0, 2.0, 1.0), rowids) is None
 
 
+def test_inside_a_read_snapshot_it_scores_the_snapshot(conn: sqlite3.Connection, tmp_path: Path) -> None:
+    # a recall reads one snapshot (`db.read_snapshot`): nothing is pending there, so the scores are computed,
+    # and they are FTS5's on the snapshot's rows even after another connection committed more meanwhile
+    with db.read_snapshot(conn):
+        assert db.writing(conn) is False
+        other = db.connect(tmp_path / "index.sqlite3")
+        try:
+            _write(other, random.Random(7), 600, 300)  # committed by another connection
+        finally:
+            other.close()
+        assert conn.execute("SELECT count(*) FROM memories").fetchone()[0] == 600
+        assert _compare(conn, random.Random(17), (3.0, 2.0, 1.0), 30) > 0
+    assert not conn.in_transaction and conn.execute("SELECT count(*) FROM memories").fetchone()[0] == 900
+    assert _compare(conn, random.Random(17), (3.0, 2.0, 1.0), 30) > 0
+
+
 def test_folding_is_the_trigram_tokenizers_own(conn: sqlite3.Connection) -> None:
     # every token FTS5 stored, at its position, is the trigram of fts_fold's text at that position
     conn.execute("CREATE VIRTUAL TABLE temp.tri_tokens USING fts5vocab(main, fts_tri, 'instance')")

@@ -92,6 +92,8 @@ CREATE TABLE conflicts (
     note TEXT
 );
 CREATE INDEX conflicts_recorded_in ON conflicts (recorded_in);
+-- every answer lists the oldest open conflicts: read in order, however many a store holds (version 8)
+CREATE INDEX conflicts_open ON conflicts (detected, pair_hash) WHERE status = 'open';
 -- index-only: recall counts are not canon and do not survive deleting .index/
 CREATE TABLE heat (memory_id TEXT PRIMARY KEY, recalls INTEGER NOT NULL, last_recalled TEXT NOT NULL);
 -- the ledger's paths in write order ('' = every file): what another process wrote (`ledger.written_since`)
@@ -228,8 +230,12 @@ MIGRATIONS: dict[int, tuple[str, ...]] = {
         "DELETE FROM meta WHERE key = 'scan_digest'",
     ),
     # 8 logs every ledger write (`ledger_log`): a version-7 process would write the ledger without logging it,
-    # so the bump makes it rebuild the index rather than write one whose log another process trusts
-    7: ("CREATE TABLE ledger_log (seq INTEGER PRIMARY KEY AUTOINCREMENT, path TEXT NOT NULL)",),
+    # so the bump makes it rebuild the index rather than write one whose log another process trusts; and
+    # indexes the open conflicts in the order every answer lists them
+    7: (
+        "CREATE TABLE ledger_log (seq INTEGER PRIMARY KEY AUTOINCREMENT, path TEXT NOT NULL)",
+        "CREATE INDEX conflicts_open ON conflicts (detected, pair_hash) WHERE status = 'open'",
+    ),
 }
 
 
