@@ -19,8 +19,9 @@ what bm25 is made of (sqlite's ext/fts5/fts5_aux.c, fts5Bm25Function):
   records are byte for byte the same (every committed write to the table changes its structure record).
 
 The arithmetic follows the C code's order of operations, so the scores are the same doubles.
-`exact_bm25` returns None whenever it cannot vouch for that (inside a transaction that may have written, where FTS5's
-pending rows are not in the records read here; a text holding NUL): the caller then asks FTS5.
+`exact_bm25` returns None whenever it cannot vouch for that (inside a transaction that may have written,
+where FTS5's pending rows are not in the records read here; a text holding NUL): the caller then asks FTS5.
+A read snapshot (`db.read_snapshot`) has nothing pending: it is scored here.
 """
 
 from __future__ import annotations
@@ -29,7 +30,6 @@ import math
 import re
 import sqlite3
 import threading
-from bisect import bisect_right
 from collections import OrderedDict
 from collections.abc import Sequence
 from dataclasses import dataclass, field
@@ -148,6 +148,19 @@ def fts_fold(text: str) -> str:
 # ---------------------------------------------------------------- counting and scoring
 
 
+def _overlapping(phrase: str) -> bool:
+    """Whether two instances of the phrase can overlap (a proper prefix equals a suffix): str.count misses those."""
+    return any(phrase[:k] == phrase[-k:] for k in range(1, len(phrase)))
+
+
+def _count_overlapping(text: str, phrase: str) -> int:
+    n, at = 0, text.find(phrase)
+    while at >= 0:
+        n += 1
+        at = text.find(phrase, at + 1)
+    return n
+
+
 def _matching_rows(conn: sqlite3.Connection, table: str, phrase: str) -> int:
     quoted = '"' + phrase.replace('"', '""') + '"'
     return conn.execute(f"SELECT count(*) FROM {table} WHERE {table} MATCH ?", (quoted,)).fetchone()[0]
@@ -174,6 +187,7 @@ def exact_bm25(
         return None  # a lone surrogate: SQLite's reading of it (or refusal) decides
     if any(len(p) < 3 for p in folded):
         return None  # a phrase of fewer than three characters has no trigram: FTS5's own reading applies
+    overlaps = [_overlapping(p) for p in folded]
     # integral weights (the defaults) add up exactly whatever the order: count × weight is FTS5's sum
     integral = all(float(w).is_integer() and abs(w) < 2**20 for w in weights)
     marks = ",".join("?" * len(rowids))
@@ -182,51 +196,47 @@ def exact_bm25(
     rows = cur.execute(f"SELECT id, c0, c1, c2 FROM {content} WHERE id IN ({marks})", rowids).fetchall()
     if not rows:
         return []
-    # each column of every candidate folded in one call, NUL-separated (folding keeps positions and NUL); each
-    # phrase's instances are then found in that one text (no phrase holds NUL, so none spans two rows) and
-    # told to their row by offset: most of the ~30 phrases are in few candidates, or none
-    n_rows = len(rows)
-    sizes = [0] * n_rows
-    # (row, phrase) → frequency, added column by column as FTS5 adds them
-    counts: list[dict[int, float]] = [{} for _ in range(n_rows)]
-    for j in range(3):
-        joined = "\x00".join(r[j + 1] if isinstance(r[j + 1], str) else "" for r in rows)
-        if joined.count("\x00") != n_rows - 1:
+    # each column of every candidate folded in one call, NUL-separated (folding keeps positions and NUL), and
+    # the phrases any candidate's column holds found once: most of the ~30 phrases are in no candidate's column
+    by_column: list[list[str]] = []
+    present: list[list[int]] = []
+    for j in range(1, 4):
+        joined = "\x00".join(r[j] if isinstance(r[j], str) else "" for r in rows)
+        if joined.count("\x00") != len(rows) - 1:
             return None  # the tokenizer skips NUL, which would shift positions
-        text = fts_fold(joined)
-        starts, at = [], 0
-        for n_row, part in enumerate(text.split("\x00")):
-            starts.append(at)
-            at += len(part) + 1
-            if len(part) > 2:  # fewer than three characters: no token, FTS5 sees nothing in this column
-                sizes[n_row] += len(part) - 2
-        weight = weights[j]
-        for i, phrase in enumerate(folded):
-            found = text.find(phrase)
-            if found < 0:
-                continue
-            per_row: dict[int, int] = {}
-            while found >= 0:  # every instance, overlapping ones too (one step past each start)
-                n_row = bisect_right(starts, found) - 1
-                per_row[n_row] = per_row.get(n_row, 0) + 1
-                found = text.find(phrase, found + 1)
-            for n_row, n in per_row.items():
-                row_counts = counts[n_row]
-                freq = row_counts.get(i, 0.0)
+        folded_column = fts_fold(joined)
+        by_column.append(folded_column.split("\x00"))
+        present.append([i for i, p in enumerate(folded) if p in folded_column])  # no phrase holds NUL
+    columns = [(by_column[j], present[j], weights[j]) for j in range(3)]
+    wanted = sorted({i for _, held, _ in columns for i in held})
+    # first every row's phrase frequencies: a phrase no candidate holds needs no IDF (its term is 0 everywhere),
+    # which spares counting the rows of most whole phrases ("budget dinner cat review")
+    found: list[tuple[int, float, list[tuple[int, float]]]] = []  # (rowid, length norm, [(phrase, f)])
+    for n_row, row in enumerate(rows):
+        counts: dict[int, float] = {}
+        size = 0
+        for texts, held, weight in columns:
+            text = texts[n_row]
+            if len(text) <= 2:
+                continue  # no token: FTS5 sees nothing in this column
+            size += len(text) - 2
+            for i in held:
+                p = folded[i]
+                n = _count_overlapping(text, p) if overlaps[i] else text.count(p)
+                if not n:
+                    continue
+                freq = counts.get(i, 0.0)
                 if integral:
                     freq += n * weight
                 else:  # FTS5 adds the column weight once per instance, in column order
                     for _ in range(n):
                         freq += weight
-                row_counts[i] = freq
-    # (rowid, length norm, [(phrase, f)]) of the rows holding any phrase, phrases in their order
-    found_rows: list[tuple[int, float, list[tuple[int, float]]]] = []
-    for n_row, row_counts in enumerate(counts):
-        if row_counts:
-            freqs = sorted(row_counts.items())
-            found_rows.append((rows[n_row][0], K1 * (1 - B + B * float(sizes[n_row]) / stats.avgdl), freqs))
+                counts[i] = freq
+        if counts:
+            freqs = [(i, counts[i]) for i in wanted if i in counts]
+            found.append((row[0], K1 * (1 - B + B * float(size) / stats.avgdl), freqs))
     idf: dict[int, float] = {}
-    for i in sorted({i for _, _, freqs in found_rows for i, f in freqs if f}):
+    for i in sorted({i for _, _, freqs in found for i, f in freqs if f}):
         n = stats.matching.get(folded[i])
         if n is None:
             if len(stats.matching) >= _PHRASES_KEPT:
@@ -235,7 +245,7 @@ def exact_bm25(
         value = math.log((stats.rows - n + 0.5) / (n + 0.5))
         idf[i] = value if value > 0.0 else 1e-6
     out: list[tuple[int, float]] = []
-    for rowid, norm, freqs in found_rows:
+    for rowid, norm, freqs in found:
         score = 0.0
         for i, freq in freqs:  # in phrase order, as FTS5 sums (a zero term adds nothing)
             if freq:
