@@ -650,16 +650,18 @@ def put_heat(conn: sqlite3.Connection, heat: dict[str, tuple[int, str]]) -> None
     )
 
 
-def bump_heat(conn: sqlite3.Connection, ids: list[str], when: str) -> None:
+def add_heat(conn: sqlite3.Connection, recalls: dict[str, tuple[int, str]]) -> None:
+    """Count recalls: memory id → (how many since the last count, when the last was), in one transaction."""
     # one transaction: in autocommit mode each row would be its own commit (10 WAL commits per recall)
     own = not conn.in_transaction
     if own:
         conn.execute("BEGIN IMMEDIATE")
     try:
         conn.executemany(
-            """INSERT INTO heat (memory_id, recalls, last_recalled) VALUES (?, 1, ?)
-               ON CONFLICT (memory_id) DO UPDATE SET recalls = recalls + 1, last_recalled = excluded.last_recalled""",
-            [(i, when) for i in ids],
+            """INSERT INTO heat (memory_id, recalls, last_recalled) VALUES (?, ?, ?)
+               ON CONFLICT (memory_id) DO UPDATE SET recalls = recalls + excluded.recalls,
+                                                    last_recalled = excluded.last_recalled""",
+            [(mem_id, n, last) for mem_id, (n, last) in recalls.items()],
         )
         if own:
             conn.execute("COMMIT")

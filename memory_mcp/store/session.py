@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import sqlite3
 import stat
+import threading
 from collections.abc import Callable, Iterator, Sequence
 from contextlib import contextmanager
 from dataclasses import dataclass
@@ -85,6 +86,9 @@ class StoreSession:
         self.last_documents = DocumentsReport()
         # calls of this process queue here in arrival order (many HTTP sessions: no call is overtaken)
         self._thread_lock = FairLock()
+        # recalls counted since the last call (`record_recalls`): memory id → (recalls, the last one's time)
+        self._heat: dict[str, tuple[int, str]] = {}
+        self._heat_lock = threading.Lock()
         self._conn: sqlite3.Connection | None = None
         self._db_inode: int | None = None
         # (inode, size, mtime_ns) of the index file when this session last let go of it: a change seen at the
@@ -235,6 +239,13 @@ class StoreSession:
         with self._thread_lock:
             self._watch.close()
             self._quiet_baseline = None
+            if self._conn is not None and self._heat:
+                try:
+                    with self._store_lock:
+                        self._write_heat()
+                        self._let_go(damaged=False)
+                except StoreAccessError:
+                    pass  # a store busy for a minute at shutdown: these recall counts are lost, nothing else
             if self._conn is not None:
                 # the file as this session's last call left it (nobody else wrote or damaged it since) is recorded
                 # again once the connection is gone (closing checkpoints it), which spares the next open its check
@@ -254,6 +265,7 @@ class StoreSession:
             with self._store_lock:
                 report = self._reconcile_first()
                 self._reconcile_documents()
+                self._write_heat()
                 damaged = False
                 try:
                     yield report
@@ -276,6 +288,7 @@ class StoreSession:
             with self._store_lock:
                 report = self._reconcile_first()
                 self._reconcile_documents()
+                self._write_heat()
                 self._let_go(damaged=False)
                 snapshot = ix.read_snapshot(self.conn)
                 snapshot.__enter__()  # taken under the lock: the snapshot is the index this reconcile left
@@ -287,11 +300,23 @@ class StoreSession:
                 snapshot.__exit__(None, None, None)
 
     def record_recalls(self, ids: list[str], when: str) -> None:
-        """Count a recall of these memories (`heat`): a write, so under both locks, after a `reading()`."""
-        with self._thread_lock, self._store_lock:
-            self._check_connection()
-            ix.bump_heat(self.conn, ids, when)
-            self._let_go(damaged=False)
+        """Count a recall of these memories (`heat`). Kept here until the next call of this session writes it
+        under the store lock it takes anyway (`_write_heat`), or until the session closes: a recall then costs
+        no second turn of the lock, and the next recall of this process still ranks by it."""
+        with self._heat_lock:
+            for mem_id in ids:
+                self._heat[mem_id] = (self._heat.get(mem_id, (0, ""))[0] + 1, when)
+
+    def _write_heat(self) -> None:
+        """The recalls counted since the last call, written (the store lock held). Heat is derived and
+        index-only: an index that cannot take it now loses these counts, not the call."""
+        with self._heat_lock:
+            heat, self._heat = self._heat, {}
+        if heat:
+            try:
+                ix.add_heat(self.conn, heat)
+            except sqlite3.Error:
+                pass
 
     def _let_go(self, damaged: bool) -> None:
         """Before the store lock is released: the index file as this call leaves it (`_check_connection`)."""

@@ -7,7 +7,6 @@ from ..domain.errors import InputError
 from ..domain.models import RecallAnswer, RecallResult
 from ..domain.textinput import check_text
 from ..domain.vocabulary import RECALL_MODES, MemoryType, State, Trust
-from ..index import db as ix
 from ..search.recall import RecallQuery, SearchSettings, find, mark_open_conflicts, memory_result
 from ..store.scopes import Opened, merged_report
 from .arguments import check_date, enum_arg, word_arg
@@ -128,13 +127,10 @@ def _recall(
                 today=today,
             ),
         )
-        now = canon.iso_utc(svc.clock())
-        if touch and may_embed:  # the store lock is held: the heat is written in this call's transaction
+        if touch:  # written by the session's next call (`StoreSession.record_recalls`)
+            now = canon.iso_utc(svc.clock())
             for o, ids in _recalled(opened, found.results):
-                ix.bump_heat(o.session.conn, ids, now)
-    if touch and not may_embed:  # the snapshot is closed: the heat is written under the lock again
-        for o, ids in _recalled(opened, found.results):
-            o.session.record_recalls(ids, now)
+                o.session.record_recalls(ids, now)
     return RecallAnswer(
         query=query,
         plan=found.plan,
