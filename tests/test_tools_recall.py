@@ -3,11 +3,12 @@ FTS5 syntax typed as plain text, filters, and the limits on arguments."""
 
 from __future__ import annotations
 
+import sqlite3
 from pathlib import Path
 
 import pytest
 
-from .helpers import Tools
+from .helpers import Tools, db_path, stdio_tools
 
 pytestmark = pytest.mark.anyio
 
@@ -118,3 +119,28 @@ async def test_filters_and_deprecated_visibility(tools: Tools) -> None:
     assert "state" in await tools.err("memory_recall", query="billing", state="gone")
     assert "type" in await tools.err("memory_recall", query="billing", type="rumour")
     assert "query" in await tools.err("memory_recall", query="x" * 2001)
+
+
+def _heat(store: Path, mem_id: str) -> int:
+    """The recall count the shared index holds for a memory, read as another process would."""
+    conn = sqlite3.connect(db_path(store))
+    try:
+        row = conn.execute("SELECT recalls FROM heat WHERE memory_id = ?", (mem_id,)).fetchone()
+    finally:
+        conn.close()
+    return row[0] if row else 0
+
+
+async def test_a_recalls_heat_is_written_by_the_next_call_and_at_close(store: Path) -> None:
+    """A recall counts its results' heat in memory; the server's next call (any tool) writes it under the store
+    lock, and so does its close: another process sees every count, and the next recall already ranks by it."""
+    async with stdio_tools(store) as t:
+        made = await t.remember("Espresso machine", "It needs descaling monthly.")
+        first = (await t.recall("espresso descaling"))["results"][0]
+        assert first["id"] == made["id"] and first["components"]["heat"] == 0
+        second = (await t.recall("espresso descaling"))["results"][0]
+        assert second["components"]["heat"] > 0  # the first recall's count, written before this one ranked
+        await t.status()
+        assert _heat(store, made["id"]) == 2
+        await t.recall("espresso")
+    assert _heat(store, made["id"]) == 3  # written when the server closed

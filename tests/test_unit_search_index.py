@@ -62,9 +62,9 @@ def test_put_and_get_a_memory_by_id_and_path(conn: sqlite3.Connection) -> None:
 
 def test_heat_counts_recalls(conn: sqlite3.Connection) -> None:
     assert db.heat_of(conn, ["M1"]).get("M1", (0, ""))[0] == 0
-    db.bump_heat(conn, ["M1"], "2026-02-01T00:00:00Z")
-    db.bump_heat(conn, ["M1"], "2026-02-02T00:00:00Z")
-    assert db.heat_of(conn, ["M1"])["M1"] == (2, "2026-02-02T00:00:00Z")
+    db.add_heat(conn, {"M1": (1, "2026-02-01T00:00:00Z")})
+    db.add_heat(conn, {"M1": (3, "2026-02-02T00:00:00Z"), "M2": (1, "2026-02-02T00:00:00Z")})
+    assert db.heat_of(conn, ["M1", "M2"]) == {"M1": (4, "2026-02-02T00:00:00Z"), "M2": (1, "2026-02-02T00:00:00Z")}
 
 
 def _found(conn: sqlite3.Connection, query: str, filters: Filters | None = None) -> set[str]:

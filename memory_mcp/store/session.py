@@ -40,6 +40,35 @@ _TRANSIENT_SQLITE = ("SQLITE_BUSY", "SQLITE_LOCKED", "SQLITE_INTERRUPT", "SQLITE
 REPORTED_CONFLICTS = 10
 
 
+class RecallCounts:
+    """The recalls of a session's memories counted since its last call (`heat`): memory id → (recalls, the last
+    one's time). The session's next call writes them under the store lock it takes anyway, or its close does:
+    a recall costs no second turn of the lock, and the next recall of the process still ranks by them."""
+
+    def __init__(self) -> None:
+        self._counts: dict[str, tuple[int, str]] = {}
+        self._lock = threading.Lock()  # recalls of several threads count here without the session's lock
+
+    def __bool__(self) -> bool:
+        return bool(self._counts)
+
+    def add(self, ids: list[str], when: str) -> None:
+        with self._lock:
+            for mem_id in ids:
+                self._counts[mem_id] = (self._counts.get(mem_id, (0, ""))[0] + 1, when)
+
+    def write(self, conn: sqlite3.Connection) -> None:
+        """Write what was counted (the store lock held). Heat is derived and index-only: an index that cannot
+        take it now loses these counts, never the call."""
+        with self._lock:
+            counts, self._counts = self._counts, {}
+        if counts:
+            try:
+                ix.add_heat(conn, counts)
+            except sqlite3.Error:
+                pass
+
+
 @dataclass(frozen=True)
 class QuietBaseline:
     """The index as of the last pass the change watch was armed for. What can differ from the disk since is
@@ -86,9 +115,7 @@ class StoreSession:
         self.last_documents = DocumentsReport()
         # calls of this process queue here in arrival order (many HTTP sessions: no call is overtaken)
         self._thread_lock = FairLock()
-        # recalls counted since the last call (`record_recalls`): memory id → (recalls, the last one's time)
-        self._heat: dict[str, tuple[int, str]] = {}
-        self._heat_lock = threading.Lock()
+        self.recalls = RecallCounts()  # a recall's heat, written by the next call
         self._conn: sqlite3.Connection | None = None
         self._db_inode: int | None = None
         # (inode, size, mtime_ns) of the index file when this session last let go of it: a change seen at the
@@ -239,10 +266,10 @@ class StoreSession:
         with self._thread_lock:
             self._watch.close()
             self._quiet_baseline = None
-            if self._conn is not None and self._heat:
+            if self._conn is not None and self.recalls:
                 try:
                     with self._store_lock:
-                        self._write_heat()
+                        self.recalls.write(self.conn)
                         self._let_go(damaged=False)
                 except StoreAccessError:
                     pass  # a store busy for a minute at shutdown: these recall counts are lost, nothing else
@@ -265,7 +292,7 @@ class StoreSession:
             with self._store_lock:
                 report = self._reconcile_first()
                 self._reconcile_documents()
-                self._write_heat()
+                self.recalls.write(self.conn)
                 damaged = False
                 try:
                     yield report
@@ -288,7 +315,7 @@ class StoreSession:
             with self._store_lock:
                 report = self._reconcile_first()
                 self._reconcile_documents()
-                self._write_heat()
+                self.recalls.write(self.conn)
                 self._let_go(damaged=False)
                 snapshot = ix.read_snapshot(self.conn)
                 snapshot.__enter__()  # taken under the lock: the snapshot is the index this reconcile left
@@ -298,25 +325,6 @@ class StoreSession:
                 raise StoreAccessError(_access_message(exc, self.store)) from exc
             finally:
                 snapshot.__exit__(None, None, None)
-
-    def record_recalls(self, ids: list[str], when: str) -> None:
-        """Count a recall of these memories (`heat`). Kept here until the next call of this session writes it
-        under the store lock it takes anyway (`_write_heat`), or until the session closes: a recall then costs
-        no second turn of the lock, and the next recall of this process still ranks by it."""
-        with self._heat_lock:
-            for mem_id in ids:
-                self._heat[mem_id] = (self._heat.get(mem_id, (0, ""))[0] + 1, when)
-
-    def _write_heat(self) -> None:
-        """The recalls counted since the last call, written (the store lock held). Heat is derived and
-        index-only: an index that cannot take it now loses these counts, not the call."""
-        with self._heat_lock:
-            heat, self._heat = self._heat, {}
-        if heat:
-            try:
-                ix.add_heat(self.conn, heat)
-            except sqlite3.Error:
-                pass
 
     def _let_go(self, damaged: bool) -> None:
         """Before the store lock is released: the index file as this call leaves it (`_check_connection`)."""

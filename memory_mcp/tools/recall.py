@@ -127,10 +127,10 @@ def _recall(
                 today=today,
             ),
         )
-        if touch:  # written by the session's next call (`StoreSession.record_recalls`)
+        if touch:  # written by the session's next call (`session.RecallCounts`)
             now = canon.iso_utc(svc.clock())
             for o, ids in _recalled(opened, found.results):
-                o.session.record_recalls(ids, now)
+                o.session.recalls.add(ids, now)
     return RecallAnswer(
         query=query,
         plan=found.plan,
