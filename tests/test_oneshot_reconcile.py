@@ -101,6 +101,7 @@ def test_a_version_4_index_is_upgraded_in_place_and_its_ledger_compared_again(st
         for column in ("valid_from", "valid_until", "superseded_at"):
             conn.execute(f"ALTER TABLE memories DROP COLUMN {column}")
         conn.execute("DROP TABLE ledger_log")  # ... nor version 8's ledger log
+        conn.execute("DROP INDEX conflicts_open")
         conn.execute("UPDATE meta SET value = '4' WHERE key = 'schema_version'")
     conn.close()
     answer = _recall(store, "espresso")

@@ -305,6 +305,7 @@ async def test_an_index_from_the_previous_version_is_upgraded_in_place_keeping_r
         for column in ("valid_from", "valid_until", "superseded_at"):
             conn.execute(f"ALTER TABLE memories DROP COLUMN {column}")
         conn.execute("DROP TABLE ledger_log")  # ... nor version 8's ledger log
+        conn.execute("DROP INDEX conflicts_open")
         conn.execute("UPDATE meta SET value = '3' WHERE key = 'schema_version'")
     conn.close()
     async with stdio_tools(store) as t:
@@ -334,6 +335,7 @@ async def test_a_version_6_index_is_re_read_so_stored_ligatures_become_findable(
                 ("Quarterly ﬁnance review", "The ｆｕｌｌ report is due on Friday.", rowid),
             )
         conn.execute("DROP TABLE ledger_log")
+        conn.execute("DROP INDEX conflicts_open")
         conn.execute("UPDATE meta SET value = '6' WHERE key = 'schema_version'")
     assert "finance" not in conn.execute("SELECT title FROM fts_word").fetchone()[0]
     conn.close()
@@ -354,6 +356,7 @@ async def test_a_version_7_index_is_upgraded_in_place_and_starts_its_ledger_log(
     conn = sqlite3.connect(db_path(store))
     with conn:
         conn.execute("DROP TABLE ledger_log")
+        conn.execute("DROP INDEX conflicts_open")
         conn.execute("UPDATE meta SET value = '7' WHERE key = 'schema_version'")
     conn.close()
     async with stdio_tools(store) as t:
@@ -365,5 +368,6 @@ async def test_a_version_7_index_is_upgraded_in_place_and_starts_its_ledger_log(
     try:
         assert conn.execute("SELECT value FROM meta WHERE key = 'schema_version'").fetchone()[0] == "8"
         assert [r[0] for r in conn.execute("SELECT path FROM ledger_log")][-1].startswith("memories/")
+        assert conn.execute("SELECT 1 FROM sqlite_master WHERE name = 'conflicts_open'").fetchone() is not None
     finally:
         conn.close()
