@@ -3,8 +3,8 @@
     python bench/http_speed.py                 # a 10k-memory store, 8 s per level
     python bench/http_speed.py --size 2000 --seconds 4
 
-One store of synthetic memories (bench/speed.py's generator), one `memory-mcp serve --http` process and,
-in the same run, one stdio server on the same store. Each level runs N SDK clients (each its own session)
+One store of synthetic memories (bench/speed.py's generator), one `memory-mcp serve --http` process (with
+its default worker processes, or `--workers N`) and, in the same run, one stdio server on the same store. Each level runs N SDK clients (each its own session)
 in this process, each recalling generated queries (limit 10) back to back for the given time; printed:
 recalls/s over all clients, p50/p95 latency per call. Then a mixed run: 16 clients each alternating
 remember (a unique marker word) and recall, after which every remembered memory must be found by its
@@ -12,14 +12,17 @@ word from a fresh client (lost = 0). `uptime` is printed before and after: the m
 The clients run in this process, so they share the CPUs with the server: the figures are a lower bound.
 
 Because the load of a shared machine moves the wall-clock figures, each row also gives the CPU time per
-call of the server process (from /proc, Linux; "-" elsewhere) and of this client process: they change
+call of the server (its process and its worker processes, from /proc, Linux; "-" elsewhere; "in workers":
+the workers' share) and of this client process: they change
 little with the load and say where a call's time goes. The row "http, 16 clients, read" calls
 memory_read of one memory instead: its server CPU per call is the transport's own cost (HTTP, the SDK's
 JSON-RPC handling, auth), so a recall's server CPU minus it is the recall itself. The row "http, 16 raw
 clients" drives the same recalls with a light load generator instead of the SDK client (each its own
 session, initialized as the protocol says, then one JSON-RPC POST per call over a kept-alive connection, the
 answer parsed; httpx2, the SDK's own HTTP library): its client CPU is a fraction of the SDK client's, so it
-shows what the server itself can serve when the clients do not share its two CPUs so heavily.
+shows what the server itself can serve when the clients do not share its two CPUs so heavily. Unless the
+server runs with `--workers 0` already, the same raw load is then put on a second server with `--workers 0`
+(every call in the serving process) on the same store, in the same run: the row "..., --workers 0".
 """
 
 from __future__ import annotations
