@@ -196,6 +196,7 @@ def test_unsafe_starts_are_refused_before_listening(tmp_path: Path) -> None:
         (["--token-file", str(tmp_path / "short")], "32 to 512 visible ASCII characters"),
         (["--token-file", str(tmp_path / "link")], "symlink"),
         (["--public-url", "ftp://x"], "--public-url"),
+        (["--workers", "-1"], "--workers: -1; 0 or more"),
     ]
     token_file.write_text("a" * 40 + "\n")
     token_file.chmod(0o644)
