@@ -97,22 +97,16 @@ def cpu_seconds(pid: int) -> float | None:
 
 def worker_cpu_seconds(pid: int) -> float:
     """`cpu_seconds` of the live children of process `pid` (the server's worker processes); 0 when none."""
-    total = 0.0
-    for task in Path(f"/proc/{pid}/task").glob("*"):  # each thread's own children (workers start from any)
-        try:
-            children = [int(c) for c in (task / "children").read_text().split()]
-        except OSError:
-            continue
-        total += sum(c for c in map(cpu_seconds, children) if c is not None)
-    return total
+    return sum(c for c in map(cpu_seconds, child_pids(pid)) if c is not None)
 
 
-def child_pids() -> list[int]:
-    """This process's children (Linux /proc): how the stdio server's pid is found."""
-    me, out = os.getpid(), []
+def child_pids(parent: int | None = None) -> list[int]:
+    """The children of process `parent` (default: this one; Linux /proc): how the stdio server's pid and an
+    HTTP server's workers are found."""
+    parent, out = os.getpid() if parent is None else parent, []
     for entry in Path("/proc").glob("[0-9]*"):
         try:
-            if int((entry / "stat").read_text().rsplit(")", 1)[1].split()[1]) == me:
+            if int((entry / "stat").read_text().rsplit(")", 1)[1].split()[1]) == parent:
                 out.append(int(entry.name))
         except (OSError, ValueError, IndexError):
             pass

@@ -7,8 +7,8 @@ scope is the account store or a named sibling of it, so no other project's memor
 from __future__ import annotations
 
 import threading
-from collections.abc import Iterator, Sequence
-from contextlib import ExitStack, contextmanager
+from collections.abc import Callable, Iterator, Sequence
+from contextlib import AbstractContextManager, ExitStack, contextmanager
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -113,22 +113,26 @@ class Scopes:
             return [self.session(GLOBAL, store)]
         return [self.session(name) for name in self.names]
 
+    def open(self, scope: str | None = None, store: str | None = None) -> AbstractContextManager[list[Opened]]:
+        """Every scope the call touches, each in its `StoreSession.transaction` (its store lock held)."""
+        return self._entered(scope, store, StoreSession.transaction)
+
+    def reading(self, scope: str | None = None, store: str | None = None) -> AbstractContextManager[list[Opened]]:
+        """`open` for a call that only reads the indexes (`StoreSession.reading`): no store lock while it reads."""
+        return self._entered(scope, store, StoreSession.reading)
+
     @contextmanager
-    def open(self, scope: str | None = None, store: str | None = None) -> Iterator[list[Opened]]:
+    def _entered(
+        self,
+        scope: str | None,
+        store: str | None,
+        enter: Callable[[StoreSession], AbstractContextManager[ReconcileReport]],
+    ) -> Iterator[list[Opened]]:
         # always local before global: one lock order for every call, so two calls never deadlock
         with ExitStack() as stack:
             opened = []
             for s in self.sessions(scope, store):
-                opened.append(Opened(s.scope, s, stack.enter_context(s.transaction())))
-            yield opened
-
-    @contextmanager
-    def reading(self, scope: str | None = None, store: str | None = None) -> Iterator[list[Opened]]:
-        """`open` for a call that only reads the indexes (`StoreSession.reading`): no store lock while it reads."""
-        with ExitStack() as stack:
-            opened = []
-            for s in self.sessions(scope, store):
-                opened.append(Opened(s.scope, s, stack.enter_context(s.reading())))
+                opened.append(Opened(s.scope, s, stack.enter_context(enter(s))))
             yield opened
 
     def close(self) -> None:

@@ -290,9 +290,7 @@ class StoreSession:
             # on every call, before the lock file is opened: a link may have been planted since the last one
             self.store.check_contained()
             with self._store_lock:
-                report = self._reconcile_first()
-                self._reconcile_documents()
-                self.recalls.write(self.conn)
+                report = self._catch_up()
                 damaged = False
                 try:
                     yield report
@@ -313,9 +311,7 @@ class StoreSession:
         with self._thread_lock:
             self.store.check_contained()
             with self._store_lock:
-                report = self._reconcile_first()
-                self._reconcile_documents()
-                self.recalls.write(self.conn)
+                report = self._catch_up()
                 self._let_go(damaged=False)
                 snapshot = ix.read_snapshot(self.conn)
                 snapshot.__enter__()  # taken under the lock: the snapshot is the index this reconcile left
@@ -325,6 +321,13 @@ class StoreSession:
                 raise StoreAccessError(_access_message(exc, self.store)) from exc
             finally:
                 snapshot.__exit__(None, None, None)
+
+    def _catch_up(self) -> ReconcileReport:
+        """The start of every call, the store lock held: reconcile, then write the recalls counted since."""
+        report = self._reconcile_first()
+        self._reconcile_documents()
+        self.recalls.write(self.conn)
+        return report
 
     def _let_go(self, damaged: bool) -> None:
         """Before the store lock is released: the index file as this call leaves it (`_check_connection`)."""
