@@ -9,8 +9,10 @@ for: each worker reconciles before it reads, a keyword recall reads a snapshot o
 the store lock (`StoreSession.reading`), and writes stay in the serving process.
 
 Each worker has its own pipe, and the calling thread talks to an idle worker directly (send, then wait for
-the answer): `concurrent.futures`' process pool passes every call through two more threads of the serving
-process (its queue manager and feeder), which measured ~1.4 ms more CPU per call there than this.
+the answer), where `concurrent.futures`' process pool passes every call through two more threads of the
+serving process (its queue manager and feeder). That was not measured to save CPU (3.5 vs 3.46 ms per call in
+the serving process, on a busy machine); it keeps a call's path short, and a dead worker is seen by the very
+call that used it.
 
 A worker that dies (killed, out of memory) is replaced, and the call it had is answered by the serving
 process itself, so a client never sees the difference. After `MAX_RESTARTS` workers that died young (within
