@@ -371,3 +371,32 @@ async def test_a_version_7_index_is_upgraded_in_place_and_starts_its_ledger_log(
         assert conn.execute("SELECT 1 FROM sqlite_master WHERE name = 'conflicts_open'").fetchone() is not None
     finally:
         conn.close()
+
+
+async def test_an_index_without_the_open_conflict_lookups_gains_them_without_a_rebuild(store: Path) -> None:
+    """The indexes a recall uses to find the open conflicts of its results came after schema 8 (a process that
+    does not know them still writes the table): an index without them gains them in place, counts kept."""
+    async with stdio_tools(store) as t:
+        made = await t.remember("Espresso machine", "It needs descaling monthly.")
+        for _ in range(3):
+            await t.recall("espresso")
+    conn = sqlite3.connect(db_path(store))
+    with conn:
+        conn.execute("DROP INDEX conflicts_open_a")
+        conn.execute("DROP INDEX conflicts_open_b")
+    conn.close()
+    async with stdio_tools(store) as t:
+        answer = await t.recall("espresso")
+        assert reconcile_of(answer)["rebuilt"] is False
+        assert answer["results"][0]["id"] == made["id"] and answer["results"][0]["components"]["heat"] > 0
+    conn = sqlite3.connect(db_path(store))
+    try:
+        plan = " ".join(
+            str(row[3])
+            for row in conn.execute(
+                "EXPLAIN QUERY PLAN SELECT pair_hash FROM conflicts WHERE status = 'open' AND a_id IN ('x')"
+            )
+        )
+        assert "conflicts_open_a" in plan, plan
+    finally:
+        conn.close()

@@ -62,7 +62,6 @@ CREATE TABLE memories (
 );
 CREATE INDEX memories_norm_hash ON memories (norm_hash);
 CREATE INDEX memories_valid_until ON memories (valid_until) WHERE valid_until IS NOT NULL;  -- expiry
-CREATE INDEX memories_follows ON memories (follows) WHERE follows IS NOT NULL;  -- a thread's next memory
 -- the filter columns again, in narrow rows: the search legs join this, not the wide rows above (a third
 -- of a trigram leg's time at 10k memories went on reading memories rows only to test their state)
 CREATE TABLE memory_flags (rowid INTEGER PRIMARY KEY, type TEXT NOT NULL, state TEXT NOT NULL, trust TEXT NOT NULL);
@@ -254,9 +253,27 @@ def migrate(conn: sqlite3.Connection) -> None:
             conn.execute("UPDATE meta SET value = ? WHERE key = 'schema_version'", (str(version),))
     if version == SCHEMA_VERSION:
         _add_field_columns(conn)
-        if not conn.execute("SELECT 1 FROM sqlite_master WHERE name = 'memories_follows'").fetchone():
-            with atomic(conn):  # an index made before `follows` was a field: its column came just now
-                conn.execute("CREATE INDEX memories_follows ON memories (follows) WHERE follows IS NOT NULL")
+        _add_late_indexes(conn)
+
+
+# Indexes added after their schema version: a process that does not know one still writes the tables it covers
+# (SQLite keeps an index it did not create), so each is created where missing without a version bump.
+LATE_INDEXES: dict[str, str] = {
+    # a thread's next memory (an index made before `follows` was a field: its column came with the fields)
+    "memories_follows": "CREATE INDEX memories_follows ON memories (follows) WHERE follows IS NOT NULL",
+    # the open conflicts of a recall's results (`conflict_pairs.open_pairs_touching`), either side
+    "conflicts_open_a": "CREATE INDEX conflicts_open_a ON conflicts (a_id) WHERE status = 'open'",
+    "conflicts_open_b": "CREATE INDEX conflicts_open_b ON conflicts (b_id) WHERE status = 'open'",
+}
+
+
+def _add_late_indexes(conn: sqlite3.Connection) -> None:
+    have = {row[0] for row in conn.execute("SELECT name FROM sqlite_master WHERE type = 'index'")}
+    missing = [sql for name, sql in LATE_INDEXES.items() if name not in have]
+    if missing:
+        with atomic(conn):
+            for sql in missing:
+                conn.execute(sql)
 
 
 def _add_field_columns(conn: sqlite3.Connection) -> None:
@@ -297,6 +314,8 @@ def schema_problem(conn: sqlite3.Connection, integrity: bool = True) -> str | No
 
 def create_schema(conn: sqlite3.Connection) -> None:
     conn.executescript(SCHEMA)
+    for sql in LATE_INDEXES.values():
+        conn.execute(sql)
     conn.execute(
         "INSERT INTO meta (key, value) VALUES ('schema_version', ?), ('built_at', ?)",
         (str(SCHEMA_VERSION), now_iso()),
