@@ -36,3 +36,26 @@ async def test_tools_listed_and_callable_in_both_protocol_modes(store: Path, mod
         assert r.is_error
         assert "limit" in await t.err("memory_recall", query="x", limit="many")
         assert "mode" in await t.err("memory_forget", id="x", mode="shred")
+
+
+async def test_output_schemas_are_written_out_for_quick_validation(store: Path) -> None:
+    """Every SDK client validates each structured answer against the tool's output schema: the schemas are
+    published without `$ref` indirection and with nullable fields as type lists (the same constraints: a
+    recall's answer still validates, and a wrong type in a nullable field is still refused)."""
+    from jsonschema.validators import validator_for
+
+    async with stdio_tools(store) as t:
+        listed = await t.client.list_tools()
+        await t.remember("Schema check", "Answers validate against the published schema.")
+        answer = await t.recall("schema check")
+    for tool in listed.tools:
+        text = str(tool.output_schema)
+        assert "$ref" not in text and "$defs" not in text, tool.name
+        assert "{'type': 'null'}" not in text, tool.name
+    schema = {tool.name: tool.output_schema for tool in listed.tools}["memory_recall"]
+    validator = validator_for(schema)(schema)
+    assert not list(validator.iter_errors(answer))
+    wrong = {**answer, "as_of": 7}
+    assert list(validator.iter_errors(wrong))
+    wrong = {**answer, "results": [{**answer["results"][0], "cosine": "high"}]}
+    assert list(validator.iter_errors(wrong))
