@@ -119,7 +119,7 @@ def _json_option(parser: argparse.ArgumentParser) -> None:
 # the options that mean something only with `serve --http` (refused without it rather than ignored)
 HTTP_ONLY = (
     "--host", "--port", "--token-file", "--allow-remote", "--allow-host", "--allow-origin", "--public-url", "--no-auth",
-    "--workers",
+    "--workers", "--oauth-issuer", "--oauth-introspect", "--oauth-client-file", "--oauth-scope",
 )  # fmt: skip
 
 
@@ -157,6 +157,29 @@ def _http_options(parser: argparse.ArgumentParser) -> None:
         help="the base URL clients use (behind a proxy), e.g. https://memory.example.org; named in the metadata",
     )
     h.add_argument("--no-auth", action="store_true", help="no bearer token (loopback only; any local process can call)")
+    h.add_argument(
+        "--oauth-issuer",
+        metavar="URL",
+        help="also accept access tokens of this OAuth authorization server (named in the metadata document)",
+    )
+    h.add_argument(
+        "--oauth-introspect",
+        metavar="URL",
+        help="its RFC 7662 token introspection endpoint (https unless on loopback); needs --oauth-issuer",
+    )
+    h.add_argument(
+        "--oauth-client-file",
+        type=Path,
+        metavar="PATH",
+        help="a 0600 file holding client_id:client_secret, sent to the introspection endpoint (HTTP Basic)",
+    )
+    h.add_argument(
+        "--oauth-scope",
+        action="append",
+        default=[],
+        metavar="SCOPE",
+        help="a scope every token must hold (repeatable; the server's own token holds them all)",
+    )
     h.add_argument(
         "--workers",
         type=int,
@@ -505,6 +528,10 @@ def _serve_http(service: MemoryService, args: argparse.Namespace) -> int:
     from .http import DEFAULT_HOST, DEFAULT_PORT, HttpOptions, serve_http
 
     options = HttpOptions(
+        oauth_issuer=args.oauth_issuer,
+        oauth_introspect=args.oauth_introspect,
+        oauth_client_file=args.oauth_client_file,
+        oauth_scopes=args.oauth_scope,
         workers=default_workers() if args.workers is None else args.workers,
         worker_service=functools.partial(_worker_service, args.project_root, args.config, args.set, args.store),
         host=args.host or DEFAULT_HOST,

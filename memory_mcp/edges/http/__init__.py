@@ -1,7 +1,7 @@
 """MCP over Streamable HTTP: the stdio server's tools, resources and prompts for clients that take a URL.
 
-- `access.py`: who may call it: the bearer token file and its constant-time check, the Host/Origin
-  allow-lists (loopback names by default);
+- `access.py`: who may call it: the bearer token file and its constant-time check, an external authorization
+  server's tokens by introspection (`--oauth-*`), the Host/Origin allow-lists (loopback names by default);
 - `guard.py`: refuses a token in the URL, bounds a request body's size and the time to send it;
 - `serve.py`: `serve_http`: binds the socket, assembles the SDK's app around `build_server`, runs uvicorn.
 """

@@ -26,6 +26,8 @@ from ..server import build_server
 from .access import (
     DEFAULT_HOST,
     DEFAULT_PORT,
+    EitherVerifier,
+    IntrospectionVerifier,
     StaticTokenVerifier,
     allowed_hosts,
     allowed_origins,
@@ -33,6 +35,7 @@ from .access import (
     default_token_file,
     is_loopback,
     load_or_create_token,
+    oauth_options,
     url_host,
 )
 from .guard import MAX_BODY_BYTES, RequestGuard
@@ -53,6 +56,11 @@ class HttpOptions:
     allow_hosts: list[str] = field(default_factory=list)
     allow_origins: list[str] = field(default_factory=list)
     public_url: str | None = None
+    # also accept an external authorization server's tokens (`access.oauth_options` checks these)
+    oauth_issuer: str | None = None
+    oauth_introspect: str | None = None
+    oauth_client_file: Path | None = None
+    oauth_scopes: list[str] = field(default_factory=list)
     workers: int = 0  # processes for keyword recalls (`WorkerPool`); 0: every call in the serving process
     worker_service: ServiceFactory | None = None  # builds a worker's service (picklable: workers are spawned)
 
@@ -91,17 +99,32 @@ def serve_http(service: MemoryService, options: HttpOptions) -> None:
     if options.workers < 0:
         raise InputError(f"--workers: {options.workers}; 0 or more (0: every call in the serving process)")
     public_url = check_public_url(options.public_url) if options.public_url else None
+    oauth = oauth_options(
+        options.oauth_issuer, options.oauth_introspect, options.oauth_client_file, options.oauth_scopes
+    )
+    if oauth is not None and options.no_auth:
+        raise InputError("--oauth-issuer/--oauth-introspect and --no-auth contradict each other")
     token = None if options.no_auth else load_or_create_token(options.token_file or default_token_file())
     sock = bind(options.host, options.port)
     port = sock.getsockname()[1]
     # the URL clients use: a wildcard bind has no single address, so the metadata names loopback unless told
     shown_host = DEFAULT_HOST if options.host in ("0.0.0.0", "::") else options.host
     base = public_url or f"http://{url_host(shown_host)}:{port}"
-    verifier = StaticTokenVerifier(token.token) if token else None
-    # a static token has no authorization server: the issuer is this server itself, whose metadata
-    # document then names no OAuth endpoints (clients send the header; they cannot run an OAuth flow)
+    scopes = list(oauth.scopes) if oauth else []
+    static = StaticTokenVerifier(token.token, scopes) if token else None
+    verifier: StaticTokenVerifier | EitherVerifier | None = static
+    if static is not None and oauth is not None:
+        verifier = EitherVerifier(static, IntrospectionVerifier(oauth, base + MCP_PATH))
+    # with only the static token there is no authorization server: the issuer is this server itself, whose
+    # metadata document then names no OAuth endpoints (clients send the header; they cannot run an OAuth flow).
+    # The audience of an external server's token is checked by its verifier (`IntrospectionVerifier`).
     auth = (
-        AuthSettings(issuer_url=base, resource_server_url=base + MCP_PATH, validate_token_resource=False)
+        AuthSettings(
+            issuer_url=oauth.issuer if oauth else base,
+            resource_server_url=base + MCP_PATH,
+            required_scopes=scopes or None,
+            validate_token_resource=False,
+        )
         if verifier
         else None
     )
@@ -140,6 +163,8 @@ def serve_http(service: MemoryService, options: HttpOptions) -> None:
     if token is None:
         say("WARNING: --no-auth: any process on this machine can call the tools")
     where = f"bearer token in {token.path}" if token else "no authentication"
+    if oauth is not None:
+        where += f" or a token of {oauth.issuer} (introspected at {oauth.introspection_url})"
     if options.workers and options.worker_service is not None:
         service.workers = WorkerPool(options.worker_service, options.workers)
         where += f"; {options.workers} worker processes"
