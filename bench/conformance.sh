@@ -30,7 +30,7 @@ fi
 export PATH="$DIR/node_modules/.bin:$PATH"  # the npm package's node 22 first, when it was installed
 echo "conformance: node $(node --version), suite $SUITE_VERSION"
 
-WORK=$(mktemp -d)
+WORK=$(mktemp -d -t memory-mcp-conformance.XXXXXX)  # a name no sweep of /tmp/tmp* takes
 trap 'kill "$SERVER" 2>/dev/null || true; wait "$SERVER" 2>/dev/null || true; rm -rf "$WORK"' EXIT
 HOME="$WORK" "$PY" -m memory_mcp --store "$WORK/store" serve --http --port 0 --no-auth 2>"$WORK/server.log" &
 SERVER=$!
