@@ -197,6 +197,20 @@ def best_threshold(
     return max(grid, key=lambda t: (f_beta(*tally(scored, truths, t, write_at or 0.0), beta), t))
 
 
+def average_precision(scored: list[tuple[Example, float]], truths: list[CaseTruth]) -> float:
+    """Average precision of the pairs ranked by probability, over every expected pair (one never judged counts as
+    missed at every rank): a threshold-free figure of how well the weighing ranks true conflicts first."""
+    expected = {(t.set_name, t.case_id, k) for t in truths for k in t.expected}
+    if not expected:
+        return 1.0
+    hits, total = 0, 0.0
+    for rank, (e, _) in enumerate(sorted(scored, key=lambda s: -s[1]), 1):
+        if (e.set_name, e.case_id, e.key) in expected:
+            hits += 1
+            total += hits / rank
+    return total / len(expected)
+
+
 def pr(tp: int, fp: int, fn: int) -> str:
     t = Tally(tp, fp, fn)  # the evaluation's precision and recall (1.0 when nothing to count)
     return f"P {t.precision:.2f} R {t.recall:.2f} ({tp}/{fp}/{fn})"
@@ -281,6 +295,14 @@ def main(argv: list[str] | None = None) -> int:
     )
     print(
         f"{'independ.':<10} {pr(*tally(chosen_on, chosen_truths, write_at)):<28} {pr(*tally(chosen_on, chosen_truths, possible_at, write_at))}"
+    )
+    print(
+        f"\naverage precision, out of set (L2 {args.l2:g}): independent pooled "
+        f"{average_precision(chosen_on, chosen_truths):.3f} ("
+        + ", ".join(
+            f"{n} {average_precision([s for s in chosen_on if s[0].set_name == n], truths[n]):.3f}" for n in independent
+        )
+        + ")"
     )
     w = fit([e for n in names for e in data[n]], args.l2)
     print("\nweights fitted on all development sets:")

@@ -68,10 +68,18 @@ desde hasta last next today yesterday tomorrow tonight ago since until
 REPLACEMENT_CUES = """now|instead of|no longer|not anymore|anymore|moved|moves|moving|migrated|migrates|switched|switches
 |replaced|replaces|changed|changes|lowered|raised|increased|reduced|upgraded|downgraded|from now on|ahora|ya no
 |en lugar de|en vez de|cambio|cambió|cambiamos|se migró|migramos|pasa a|pasamos a|dejó de|sustituye|reemplaza
-|actualizado|actualizamos|이제|대신|더 이상|더이상|바꿨|바꾼|바꾸|변경|옮겼|옮긴|이전했|전환|늘렸|줄였|올렸|낮췄|업그레이드"""
+|actualizado|actualizamos|이제|대신|더 이상|더이상|바꿨|바꾼|바꾸|변경|옮겼|옮긴|이전했|전환|늘렸|줄였|올렸|낮췄|업그레이드
+|took over|taken over|takes over|taking over|handed over|handed off|stepped down|again|these days|from today
+|going forward|as of|starting|dropped|retired|decommissioned|swapped|stopped|gave up|bumped|rescheduled
+|a partir de|desde hoy|desde ayer|desde este mes|de nuevo|otra vez|últimamente|ha dejado de|dejamos|nos pasamos
+|se muda|se mudó|migrado|migrada|부터|요즘|앞으로|바뀜|바뀌|바꿈|갈아탐|갈아탔|교체|이관|이어받|인수인계|다시"""
 
 # One side negated and the other not flips a statement (Korean ones match inside words: 쓰지 않는다).
-NEGATIONS = "not|never|no|don't|doesn't|isn't|aren't|won't|without|nunca|sin|tampoco|않|없|말고|못 "
+NEGATIONS = "not|never|no|don't|doesn't|isn't|aren't|won't|can't|cannot|without|nunca|sin|tampoco|않|없|말고|못 "
+# The axis a denial is on: a negated statement that names no side of it ("No screen time on school nights") takes
+# its "-" side against one that grants ("Kids can have an hour of tablet time"); a negated "+" word ("not
+# permitted", "no se permiten") is its "-" side too.
+PERMISSION_AXIS = "allowed"
 
 WEEKDAYS = {  # in week order (a range "Tue-Thu", "lunes hasta viernes", "월~금" holds the days between)
     "mon": "monday mondays mon lunes 월요일",
@@ -173,12 +181,14 @@ STANCE_PHRASES = {
 STANCES = {
     ("enabled", "+"): "enabled enable enables activado activada habilitado habilitada 활성화 켜",
     ("enabled", "-"): "disabled disable disables desactivado desactivada deshabilitado deshabilitada 비활성화 꺼",
-    ("allowed", "+"): "allowed allow allows permitted permitido permitida permitidos 허용",
+    # a modal that grants ("may", "can", "se puede", "가능") permits as "allowed" does
+    ("allowed", "+"): "allowed allow allows permitted permitido permitida permitidos 허용 may can ok okay puede "
+    "pueden podemos permite permiten 가능 괜찮",
     (
         "allowed",
         "-",
-    ): "forbidden forbid prohibited banned disallowed blocked block blocks bloqueado bloqueada prohibido "
-    "prohibida prohibidos 금지 차단",
+    ): "forbidden forbid prohibited banned bans disallowed blocked block blocks bloqueado bloqueada prohibido "
+    "prohibida prohibidos 금지 차단 불가",
     ("required", "+"): "required mandatory obligatorio obligatoria 필수",
     ("required", "-"): "optional opcional 선택",
     ("strict", "+"): "strict stricter estricto estricta 엄격",

@@ -51,6 +51,7 @@ def _table(groups: dict) -> dict[str, object]:
 _CONCEPT = _table(vocab.CONCEPTS)
 _SCOPE = _table(vocab.STATEMENT_SCOPES)
 _STANCE = _table(vocab.STANCES)
+_PERMISSION = vocab.PERMISSION_AXIS
 _WEEKDAY = _table(vocab.WEEKDAYS)
 _WEEK = list(vocab.WEEKDAYS)
 _DAY_OF = {**_WEEKDAY, **{w: day for day, words in vocab.WEEKDAYS_IN_RANGES.items() for w in words.split()}}
@@ -494,6 +495,9 @@ def claim_of(s: Statement) -> Claim:
     for v in sorted(set(_names_in(s.title)), key=len, reverse=True):
         masked = re.sub(rf"(?i)(?<!\w){re.escape(v)}(?!\w)", "X", masked)
     masked = re.sub(r"#[\w-]+|\d+(?:[.:,]\d+)*", "X", masked)
+    is_negated = negated(text)
+    if is_negated and {side for ax, side in stances if ax == _PERMISSION} == {"+"}:  # "not permitted": denied
+        stances = {(ax, "-" if ax == _PERMISSION else side) for ax, side in stances}
     if re.search(r"\bUS\b", text):  # "US" in capitals is the country, not the pronoun
         (title_scopes if re.search(r"\bUS\b", s.title) else scopes).add("us")
     return Claim(
@@ -505,7 +509,7 @@ def claim_of(s: Statement) -> Claim:
         names=frozenset(names),
         scopes=frozenset(title_scopes or scopes),
         stances=tuple(sorted(stances)),
-        negated=negated(text),
+        negated=is_negated,
         cues=tuple(replacement_cues(text)),
         mentions=frozenset(mentions),
         said=frozenset(said),

@@ -35,7 +35,7 @@ from typing import get_args
 
 from ..domain.models import ConflictCandidate, NeighbourKind, RelatedMemory
 from ..domain.text import fold, squeezed_folded
-from ..domain.vocabulary import Trust
+from ..domain.vocabulary import PERMISSION_AXIS, Trust
 from ..index import conflict_pairs as conflict_table
 from ..index import db as ix
 from . import conflict_model
@@ -389,6 +389,12 @@ def _rules(
     new_sides: dict[str, set[str]] = {}
     for ax, side in a.stances:
         new_sides.setdefault(ax, set()).add(side)
+    # a denial that names no side of the permission axis denies what the other grants ("No screen time on school
+    # nights" / "Kids can have an hour of tablet time"; "does not accept crypto" / "Customers can pay in Bitcoin")
+    if b.negated and PERMISSION_AXIS not in old_stance and new_sides.get(PERMISSION_AXIS) == {"+"}:
+        old_stance[PERMISSION_AXIS] = "-"
+    if a.negated and PERMISSION_AXIS not in new_sides and old_stance.get(PERMISSION_AXIS) == "+":
+        new_sides[PERMISSION_AXIS] = {"-"}
     # both sides in a negated statement ("2-space indentation, not tabs"): the side the old one lacks is its own
     stance_flip = sorted(
         ax
