@@ -29,8 +29,6 @@ except ImportError:  # pragma: no cover - Windows
     fcntl = None  # type: ignore[assignment]
 
 LOCK_TIMEOUT_S = 60.0
-# a lock held by another process is polled: first soon (a call holds it ~0.3 ms to reconcile), then less often
-_FIRST_POLL_S = 0.0002
 _POLL_S = 0.005
 
 
@@ -112,7 +110,6 @@ class StoreLock:
             fd = os.open(self.root, os.O_RDONLY | getattr(os, "O_DIRECTORY", 0))
         except OSError as exc:
             return f"the store directory cannot be opened ({exc.strerror})"
-        pause = _FIRST_POLL_S
         try:
             while True:
                 try:
@@ -124,8 +121,7 @@ class StoreLock:
                             f"store: busy: another process held the lock on {self.root} for {self.timeout:.0f} s; "
                             "try again"
                         ) from None
-                    time.sleep(pause)
-                    pause = min(pause * 2, _POLL_S)
+                    time.sleep(_POLL_S)
                 except OSError as exc:  # e.g. a network file system without flock
                     os.close(fd)
                     return f"the store directory cannot be locked ({exc.strerror})"
