@@ -6,6 +6,7 @@ from __future__ import annotations
 import sqlite3
 from pathlib import Path
 
+import anyio
 import pytest
 
 from .helpers import Tools, db_path, stdio_tools
@@ -132,15 +133,20 @@ def _heat(store: Path, mem_id: str) -> int:
 
 
 async def test_a_recalls_heat_is_written_by_the_next_call_and_at_close(store: Path) -> None:
-    """A recall counts its results' heat in memory; the server's next call (any tool) writes it under the store
-    lock, and so does its close: another process sees every count, and the next recall already ranks by it."""
+    """A recall counts its results' heat in memory; the server's next call that writes anyway (any tool but a
+    keyword recall) writes it under the store lock, a recall once a second has passed, and the close: another
+    process sees every count, and the next recall of the same server already ranks by it."""
     async with stdio_tools(store) as t:
         made = await t.remember("Espresso machine", "It needs descaling monthly.")
         first = (await t.recall("espresso descaling"))["results"][0]
         assert first["id"] == made["id"] and first["components"]["heat"] == 0
         second = (await t.recall("espresso descaling"))["results"][0]
-        assert second["components"]["heat"] > 0  # the first recall's count, written before this one ranked
+        assert second["components"]["heat"] > 0  # the first recall's count, before this one ranked
         await t.status()
         assert _heat(store, made["id"]) == 2
         await t.recall("espresso")
-    assert _heat(store, made["id"]) == 3  # written when the server closed
+        await anyio.sleep(1.1)  # past RecallCounts.WRITE_EVERY_S: the next recall writes what is counted
+        await t.recall("espresso")
+        assert _heat(store, made["id"]) == 3
+        await t.recall("espresso")
+    assert _heat(store, made["id"]) == 5  # written when the server closed

@@ -224,7 +224,8 @@ def rank(settings: SearchSettings, pools: list[Pool], limit: int, lines: Deferre
                 scored.append((total, doc_id, build, pool.scope))
             continue
         rows = ix.ranking_rows(conn, list(cands))
-        heat = ix.heat_of(conn, [m.id for m in rows])
+        ids = [m.id for m in rows]
+        heat = pool.session.recalls.added_to(ix.heat_of(conn, ids), ids)  # with this process's unwritten counts
         wide = _WideRows(conn)
         pages.append((wide, pool.scope, {m.id: m.rowid for m in rows}))
         k = settings.ranking

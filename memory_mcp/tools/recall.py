@@ -127,7 +127,7 @@ def _recall(
                 today=today,
             ),
         )
-        if touch:  # written by the session's next call (`session.RecallCounts`)
+        if touch:  # written by a later call of the session (`session.RecallCounts`)
             now = canon.iso_utc(svc.clock())
             for o, ids in _recalled(opened, found.results):
                 o.session.recalls.add(ids, now)
