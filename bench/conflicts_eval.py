@@ -11,8 +11,9 @@ summed per category.
     python bench/conflicts_eval.py --json
     python bench/conflicts_eval.py --speed 2000       # remember time when 2,000 memories share its entity
     python bench/conflicts_eval.py --set held-out-4   # a blind set (issue 25): aggregate figures only
-    python bench/conflicts_eval.py --set held-out-5   # the fresh blind set for the next design, likewise
-    python bench/conflicts_eval.py --set held-out-6   # and one more, for the design after that
+    python bench/conflicts_eval.py --set held-out-5   # the blind set of designs 7 and 9, likewise
+    python bench/conflicts_eval.py --set held-out-6   # the fresh blind set for the next design
+    python bench/conflicts_eval.py --set held-out-7   # and one more, for the design after that
 
 The cases are hand-written for this project (bench/conflict_cases.jsonl is the dev set the gate was
 tuned on; bench/conflict_cases_heldout.jsonl was written at the same time and is only measured;
@@ -69,15 +70,18 @@ SETS = {
     # (80 cases each), committed before the gate's seventh design; measured blind for designs 6, 7 and 8
     # (docs/benchmarks.md lists every run), aggregates only
     "held-out-4": HERE / "conflict_cases_heldout4.jsonl",
-    # written the same way (2026-12-06, after design 8) by two more helper sessions, for the next design: never
-    # measured yet; aggregates only
+    # written the same way (2026-12-06, after design 8) by two more helper sessions: measured blind for design 7
+    # (before) and design 9; aggregates only
     "held-out-5": HERE / "conflict_cases_heldout5.jsonl",
-    # written the same way (2026-12-06 evening, other topics) by two more helper sessions, so that the design
-    # after the next one still has a set nobody has seen: never measured yet; aggregates only
+    # written the same way (2026-12-06 evening, other topics) by two more helper sessions, for the next design:
+    # never measured yet; aggregates only
     "held-out-6": HERE / "conflict_cases_heldout6.jsonl",
+    # written the same way (2026-12-06 late evening, other topics) by two more helper sessions, so that the
+    # design after the next one still has a set nobody has seen: never measured yet; aggregates only
+    "held-out-7": HERE / "conflict_cases_heldout7.jsonl",
 }
 # `--set all` runs the sets a developer may look into; the blind ones run only when named
-BLIND = {"held-out-4", "held-out-5", "held-out-6"}
+BLIND = {"held-out-4", "held-out-5", "held-out-6", "held-out-7"}
 # the development sets written by sessions that never saw the gate or its sets (the others were written beside
 # it): the trainer chooses its thresholds on these, which resemble the blind set
 INDEPENDENT = {"held-out-2", "dev-4", "held-out-3", "dev-5"}
