@@ -346,13 +346,25 @@ async def test_a_version_6_index_is_re_read_so_stored_ligatures_become_findable(
         assert (await t.ok("memory_reindex", verify=True))["mismatches"] == []
 
 
-async def test_a_version_7_index_is_upgraded_in_place_and_starts_its_ledger_log(store: Path) -> None:
-    """Version 8 logs every ledger write (another server's remember then costs a named re-check, not a full
-    pass): a version-7 index gains the log without a rebuild, recall counts kept."""
+async def _recalled_memory(store: Path) -> dict:
+    """A memory remembered and recalled three times (heat: what a rebuild from canon would lose)."""
     async with stdio_tools(store) as t:
         made = await t.remember("Espresso machine", "It needs descaling monthly.")
         for _ in range(3):
             await t.recall("espresso")
+    return made
+
+
+def _kept_in_place(answer: dict, made: dict) -> None:
+    """The index was upgraded, not rebuilt: the memory is found and its recall counts survived."""
+    assert reconcile_of(answer)["rebuilt"] is False
+    assert answer["results"][0]["id"] == made["id"] and answer["results"][0]["components"]["heat"] > 0
+
+
+async def test_a_version_7_index_is_upgraded_in_place_and_starts_its_ledger_log(store: Path) -> None:
+    """Version 8 logs every ledger write (another server's remember then costs a named re-check, not a full
+    pass): a version-7 index gains the log without a rebuild, recall counts kept."""
+    made = await _recalled_memory(store)
     conn = sqlite3.connect(db_path(store))
     with conn:
         conn.execute("DROP TABLE ledger_log")
@@ -361,8 +373,7 @@ async def test_a_version_7_index_is_upgraded_in_place_and_starts_its_ledger_log(
     conn.close()
     async with stdio_tools(store) as t:
         answer = await t.recall("espresso")
-        assert reconcile_of(answer)["rebuilt"] is False
-        assert answer["results"][0]["id"] == made["id"] and answer["results"][0]["components"]["heat"] > 0
+        _kept_in_place(answer, made)
         await t.remember("Grinder", "The grinder burrs are replaced yearly.")
     conn = sqlite3.connect(db_path(store))
     try:
@@ -376,10 +387,7 @@ async def test_a_version_7_index_is_upgraded_in_place_and_starts_its_ledger_log(
 async def test_an_index_without_the_open_conflict_lookups_gains_them_without_a_rebuild(store: Path) -> None:
     """The indexes a recall uses to find the open conflicts of its results came after schema 8 (a process that
     does not know them still writes the table): an index without them gains them in place, counts kept."""
-    async with stdio_tools(store) as t:
-        made = await t.remember("Espresso machine", "It needs descaling monthly.")
-        for _ in range(3):
-            await t.recall("espresso")
+    made = await _recalled_memory(store)
     conn = sqlite3.connect(db_path(store))
     with conn:
         conn.execute("DROP INDEX conflicts_open_a")
@@ -387,8 +395,7 @@ async def test_an_index_without_the_open_conflict_lookups_gains_them_without_a_r
     conn.close()
     async with stdio_tools(store) as t:
         answer = await t.recall("espresso")
-        assert reconcile_of(answer)["rebuilt"] is False
-        assert answer["results"][0]["id"] == made["id"] and answer["results"][0]["components"]["heat"] > 0
+        _kept_in_place(answer, made)
     conn = sqlite3.connect(db_path(store))
     try:
         plan = " ".join(
