@@ -10,9 +10,7 @@ summed per category.
     python bench/conflicts_eval.py --show-errors        # also every false alarm and every miss, with reasons
     python bench/conflicts_eval.py --json
     python bench/conflicts_eval.py --speed 2000       # remember time when 2,000 memories share its entity
-    python bench/conflicts_eval.py --set held-out-4   # a blind set (issue 25): aggregate figures only
-    python bench/conflicts_eval.py --set held-out-5   # the blind set of designs 7 and 9, likewise
-    python bench/conflicts_eval.py --set held-out-6   # the fresh blind set for the next design
+    python bench/conflicts_eval.py --set held-out-6   # the blind set of design 10 (issue 25): aggregates only
     python bench/conflicts_eval.py --set held-out-7   # and one more, for the design after that
 
 The cases are hand-written for this project (bench/conflict_cases.jsonl is the dev set the gate was
@@ -21,8 +19,8 @@ bench/conflict_cases_heldout2.jsonl was written later by sessions that had never
 sets, and is the figure that counts: run it once per design, never with --show-errors; bench/conflict_cases_dev4.jsonl
 was written the same way, measured blind once with design 2, and then opened as a development set;
 bench/conflict_cases_heldout3.jsonl was written blind for the gate's fifth design, like held-out-2; both were
-opened as development sets for the seventh design, and bench/conflict_cases_heldout4.jsonl, written the same
-way, is the blind set now). The gate's weighing is fitted on the development sets only (bench/conflicts_train.py).
+opened as development sets for the seventh design; held-out-4 and held-out-5, written the same way and each
+measured blind for two or three designs, were opened for the tenth; held-out-6 and held-out-7 are blind). The gate's weighing is fitted on the development sets only (bench/conflicts_train.py).
 """
 
 from __future__ import annotations
@@ -68,10 +66,10 @@ SETS = {
     "dev-5": HERE / "conflict_cases_dev5.jsonl",
     # written for issue 25 (2026-12-06, later) by two helper sessions that never saw the code or any other set
     # (80 cases each), committed before the gate's seventh design; measured blind for designs 6, 7 and 8
-    # (docs/benchmarks.md lists every run), aggregates only
+    # (docs/benchmarks.md lists every run), then opened (2026-12-07, design 10): a dev set
     "held-out-4": HERE / "conflict_cases_heldout4.jsonl",
     # written the same way (2026-12-06, after design 8) by two more helper sessions: measured blind for design 7
-    # (before) and design 9; aggregates only
+    # (before) and design 9, then opened (2026-12-07, design 10): a dev set
     "held-out-5": HERE / "conflict_cases_heldout5.jsonl",
     # written the same way (2026-12-06 evening, other topics) by two more helper sessions, for the next design:
     # never measured yet; aggregates only
@@ -81,10 +79,10 @@ SETS = {
     "held-out-7": HERE / "conflict_cases_heldout7.jsonl",
 }
 # `--set all` runs the sets a developer may look into; the blind ones run only when named
-BLIND = {"held-out-4", "held-out-5", "held-out-6", "held-out-7"}
+BLIND = {"held-out-6", "held-out-7"}
 # the development sets written by sessions that never saw the gate or its sets (the others were written beside
 # it): the trainer chooses its thresholds on these, which resemble the blind set
-INDEPENDENT = {"held-out-2", "dev-4", "held-out-3", "dev-5"}
+INDEPENDENT = {"held-out-2", "dev-4", "held-out-3", "dev-5", "held-out-4", "held-out-5"}
 
 
 @dataclass
