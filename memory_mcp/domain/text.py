@@ -79,6 +79,22 @@ def fold(text: str) -> str:
     """
     if text.isascii():
         return text.lower()  # the same as casefold on ASCII, and quicker
+    if len(text) <= _FOLD_KEPT_LENGTH:
+        return _fold_kept(text)
+    return _fold(text)
+
+
+# a recall folds the texts of its ~60 candidates, and the same memories come up again and again: a text beyond
+# ASCII is folded once and kept (hashing a text is far quicker than folding it); long ones are not kept
+_FOLD_KEPT_LENGTH = 2048
+
+
+@lru_cache(maxsize=4096)
+def _fold_kept(text: str) -> str:
+    return _fold(text)
+
+
+def _fold(text: str) -> str:
     if "ß" in text or "ẞ" in text:
         # SQLite folds ß one to one (ẞ → ß) where casefold makes "ss": the index would never match the query
         text = "ß".join(part.casefold() for part in _SHARP_S.split(text))
