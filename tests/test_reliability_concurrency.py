@@ -29,7 +29,7 @@ from memory_mcp.domain.errors import StoreAccessError
 from memory_mcp.store.lock import StoreLock
 from memory_mcp.tools.service import MemoryService
 
-from .helpers import REPO, Tools, hand_memory, stdio_tools
+from .helpers import REPO, Tools, hand_memory, stdio_tools, write_file
 from .reliability_support import read_canon, verify_clean
 
 pytestmark = pytest.mark.anyio
@@ -286,6 +286,38 @@ def _duplicate_paths(status: dict) -> set[str]:
 
 
 # ---------------------------------------------------------------- the store lock
+
+
+async def test_a_recall_reads_while_another_process_holds_the_store_lock_until_something_changes(
+    tmp_path: Path,
+) -> None:
+    """A recall that comes when nothing changed since the server's last pass reads without the store lock (a
+    sync or a reindex in another process holding it does not stall it); once a file changed, the recall waits
+    for the lock and then answers with the change: never an answer that misses a finished edit."""
+    root = tmp_path / "store"
+    async with stdio_tools(root) as t:
+        made = (await t.remember("Herbarium shelves", "Quartzite shelves hold the herbarium folios."))["id"]
+        assert await t.recall_ids("herbarium") == [made]
+        holder = StoreLock(root, root / ".index" / "write.lock", timeout=5)
+        holder.acquire()
+        try:
+            with anyio.fail_after(20):  # the store lock's own wait is a minute: only a lock-free read answers
+                assert await t.recall_ids("quartzite folios") == [made]
+            write_file(root / "memories" / "fact" / "hand.md", hand_memory("01JHAND0000000000000000001",
+                       "Herbarium loans", "Herbarium folios leave on loan for six weeks."))  # fmt: skip
+            answers: list[list[str]] = []
+
+            async def recall() -> None:
+                answers.append(await t.recall_ids("herbarium loan"))
+
+            async with anyio.create_task_group() as tg:
+                tg.start_soon(recall)
+                await anyio.sleep(1.5)
+                assert answers == []  # the edit is waiting for the lock's holder: so is the recall
+                holder.release()
+            assert answers[0][0] == "01JHAND0000000000000000001"
+        finally:
+            holder.release()  # a second release does nothing
 
 
 def test_store_lock_busy_is_a_clear_error_and_a_killed_holder_frees_it(tmp_path: Path) -> None:

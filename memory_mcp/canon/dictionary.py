@@ -6,10 +6,12 @@ Line format: `- canonical: description (aka: synonym, abbr)`. Anything else in t
 from __future__ import annotations
 
 import re
+import stat
 from dataclasses import dataclass, field
 from pathlib import Path
 
 from ..domain.text import nfkc_casefold
+from .files import sha256_bytes
 
 _LINE = re.compile(r"^\s*[-*]\s+([^:]+?)\s*:\s*(.*?)\s*$")
 _AKA = re.compile(r"\(\s*aka\s*:\s*([^)]*)\)", re.IGNORECASE)
@@ -66,10 +68,17 @@ class EntityDictionary:
 
     @classmethod
     def load(cls, path: Path) -> EntityDictionary:
+        try:
+            return cls.parse(path.read_bytes())
+        except OSError:  # missing, unreadable, a folder: no aliases
+            return cls()
+
+    @classmethod
+    def parse(cls, data: bytes) -> EntityDictionary:
         out = cls()
         try:
-            text = path.read_text(encoding="utf-8")
-        except (OSError, UnicodeDecodeError):  # missing, unreadable, a folder: no aliases
+            text = data.decode("utf-8")
+        except UnicodeDecodeError:  # not UTF-8: no aliases
             return out
         for entry in entries(text):
             canonical = entry.canonical
@@ -101,3 +110,42 @@ class EntityDictionary:
             if canonical and canonical != key and canonical not in extra:
                 extra.append(canonical)
         return extra
+
+
+class DictionaryFile:
+    """dictionary.md as a session last read it: read again only when its stat stamp (mtime, size) changed."""
+
+    def __init__(self, path: Path) -> None:
+        self.path = path
+        self.dictionary = EntityDictionary()
+        self.digest = ""  # SHA-256 of the bytes read; "" when there is no file
+        self._stamp: tuple[int, int] | None = None
+
+    def stamp(self) -> tuple[int, int] | None:
+        try:
+            st = self.path.stat()
+        except OSError:
+            return None
+        # only a regular file is a dictionary: reading a FIFO would block every call
+        return (st.st_mtime_ns, st.st_size) if stat.S_ISREG(st.st_mode) else None
+
+    def unchanged(self) -> bool:
+        return self.stamp() == self._stamp
+
+    def forget(self) -> None:
+        """Have the next `reload` read the file whatever its stamp."""
+        self._stamp = None
+
+    def reload(self) -> bool:
+        """Read the file again when its stamp changed; True when it did."""
+        stamp = self.stamp()
+        if stamp == self._stamp:
+            return False
+        try:
+            data = self.path.read_bytes() if stamp else None
+        except OSError:
+            data, stamp = None, None  # unreadable: answer without aliases rather than not at all
+        self.dictionary = EntityDictionary.parse(data) if data is not None else EntityDictionary()
+        self.digest = sha256_bytes(data) if data is not None else ""
+        self._stamp = stamp
+        return True

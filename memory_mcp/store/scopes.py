@@ -18,7 +18,7 @@ from ..domain.vocabulary import SCOPES
 from ..index import db as ix
 from .documents import DocumentSource
 from .paths import Store, open_store
-from .session import StoreSession
+from .session import StoreSession, index_report
 
 LOCAL, GLOBAL = SCOPES
 
@@ -151,7 +151,7 @@ def locate(opened: list[Opened], mem_id: str) -> tuple[Opened, ix.IndexedMemory]
 
 def merged_report(opened: list[Opened]) -> IndexReport:
     """One index report for a call that reconciled several scopes: counts summed, lists joined."""
-    reports = [o.session.index_report(o.report) for o in opened]
+    reports = [index_report(o.session, o.report) for o in opened]
     first = reports[0]
     if len(reports) == 1:
         return first

@@ -8,7 +8,6 @@ CLI may share a store), then a reconcile so the answer reflects the canon as it 
 from __future__ import annotations
 
 import sqlite3
-import stat
 import threading
 import time
 from collections.abc import Callable, Iterator, Sequence
@@ -17,7 +16,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from ..canon import files as canon
-from ..canon.dictionary import EntityDictionary
+from ..canon.dictionary import DictionaryFile, EntityDictionary
 from ..domain.errors import StoreAccessError
 from ..domain.models import DocumentsReport, IndexReport, ReconcileReport, ScopeReport
 from ..index import conflict_pairs as conflict_table
@@ -112,6 +111,10 @@ class QuietBaseline:
     def of(cls, conn: sqlite3.Connection, data_version: int) -> QuietBaseline:
         return cls(conn, data_version, ledger.shape(conn), ledger.log_position(conn))
 
+    def holds(self, conn: sqlite3.Connection | None) -> bool:
+        """Whether no other connection has committed to the index since (`conn` is the one it was taken on)."""
+        return conn is self.conn and ix.data_version(conn) == self.data_version
+
     def rechecks(self, conn: sqlite3.Connection) -> set[str] | None:
         """The ledger paths other processes wrote since (another server's remember: re-check those files too),
         or None when only a full pass can tell: another connection, an unlogged ledger change (a stray tool:
@@ -119,7 +122,7 @@ class QuietBaseline:
         Commits that left the ledger alone (a recall's heat) need nothing re-checked."""
         if conn is not self.conn:
             return None
-        if ix.data_version(conn) == self.data_version:
+        if self.holds(conn):
             return set()
         written = ledger.written_since(conn, self.log_position)
         if written is None or (not written and ledger.shape(conn) != self.ledger_shape):
@@ -155,8 +158,7 @@ class StoreSession:
         self.index_in_memory: str | None = None
         self._index_dir_probe: tuple | None = None
         self._pending_rebuild_reason: str | None = None
-        self.dictionary = EntityDictionary()
-        self._dictionary_stamp: tuple[int, int] | None = None
+        self._dictionary = DictionaryFile(store.dictionary_path)
         self.last_report = ReconcileReport()
         store.check_contained()  # before anything is created: a symlinked folder must not be written through
         store.ensure()
@@ -164,8 +166,13 @@ class StoreSession:
         self._gate = StatGate(store)
         self._watch = CanonWatch(store.memories_dir, enabled=change_watch)
         self._quiet_baseline: QuietBaseline | None = None
+        self._documents_none = False  # the last pass found no document source and no document indexed
 
     # ------------------------------------------------------------ connection
+
+    @property
+    def dictionary(self) -> EntityDictionary:
+        return self._dictionary.dictionary
 
     @property
     def conn(self) -> sqlite3.Connection:
@@ -336,20 +343,41 @@ class StoreSession:
     def reading(self) -> Iterator[ReconcileReport]:
         """`transaction()` for a call that only reads the index (a keyword recall): reconcile under the store lock,
         then read one snapshot of the index (`ix.read_snapshot`) with the lock let go, so the searches of several
-        processes run side by side. What another process writes meanwhile is seen by the next call."""
+        processes run side by side. What another process writes meanwhile is seen by the next call.
+        When nothing changed since the last pass (`_quiet`), no lock at all: a write finished meanwhile (under the
+        lock, files before commit) is in the snapshot whole or not at all, as if this call came earlier or later."""
         with self._thread_lock:
             self.store.check_contained()
-            with self._store_lock:
-                report = self._catch_up(reading=True)
-                self._let_go(damaged=False)
+            if self._quiet():
+                report = self._unchanged_report()
                 snapshot = ix.read_snapshot(self.conn)
-                snapshot.__enter__()  # taken under the lock: the snapshot is the index this reconcile left
+                snapshot.__enter__()
+            else:
+                with self._store_lock:
+                    report = self._catch_up(reading=True)
+                    self._let_go(damaged=False)
+                    snapshot = ix.read_snapshot(self.conn)
+                    snapshot.__enter__()  # taken under the lock: the snapshot is the index this reconcile left
             try:
                 yield report
             except OSError as exc:
                 raise StoreAccessError(_access_message(exc, self.store)) from exc
             finally:
                 snapshot.__exit__(None, None, None)
+
+    def _quiet(self) -> bool:
+        """Whether a reconcile now would find nothing and write nothing (it only reads to tell)."""
+        return (
+            self._quiet_baseline is not None
+            and self.index_in_memory is None
+            and self._pending_rebuild_reason is None
+            and self._documents_none
+            and not self.recalls.due()
+            and self._watch.quiet()  # armed, nothing queued
+            and self._dictionary.unchanged()
+            and self._file_stamp() == self._db_stamp
+            and self._quiet_baseline.holds(self._conn)  # no other process's commit since the last pass
+        )
 
     def _catch_up(self, reading: bool = False) -> ReconcileReport:
         """The start of every call, the store lock held: reconcile, then write the recalls counted since (a
@@ -430,11 +458,7 @@ class StoreSession:
 
     @property
     def change_watch(self) -> str:
-        if not self._watch.active:
-            return f"off: {self._watch.why_off}"
-        if self._gate.saw_symlink:
-            return "off: memories/ holds symlinks (every call stats every file)"
-        return "on (inotify)"
+        return self._watch.describe(self._gate.saw_symlink)
 
     def _rearm_watch(self, data_version: int) -> None:
         # a "racy" entry (mtime 0: read within the mtime tick of a write) needs its folder watched before it was read
@@ -445,7 +469,8 @@ class StoreSession:
             self._quiet_baseline = QuietBaseline.of(self.conn, data_version)
 
     def _reconcile_documents(self) -> None:
-        if not self.sources and not has_doc_files(self.conn):
+        self._documents_none = not self.sources and not has_doc_files(self.conn)
+        if self._documents_none:
             self.last_documents = DocumentsReport()
             return
         with ix.atomic(self.conn):
@@ -453,26 +478,12 @@ class StoreSession:
 
     def _load_dictionary(self) -> bool:
         """Reload dictionary.md when it changed; True when it did (every file is then re-read)."""
-        path = self.store.dictionary_path
-        try:
-            st = path.stat()
-            # only a regular file is a dictionary: reading a FIFO would block every call
-            stamp = (st.st_mtime_ns, st.st_size) if stat.S_ISREG(st.st_mode) else None
-        except OSError:
-            stamp = None
-        if stamp == self._dictionary_stamp:
+        if not self._dictionary.reload():
             return False
-        try:
-            data = path.read_bytes() if stamp else b""
-        except OSError:
-            data, stamp = b"", None  # unreadable: answer without aliases rather than not at all
-        self.dictionary = EntityDictionary.load(path) if stamp else EntityDictionary()
-        self._dictionary_stamp = stamp
-        digest = canon.sha256_bytes(data) if stamp else ""
-        if ix.meta_value(self.conn, "dictionary_sha256") != digest:
+        if ix.meta_value(self.conn, "dictionary_sha256") != self._dictionary.digest:
             # entity spellings may normalise differently now: have every file re-read on this pass
             ledger.forget_stamps(self.conn)
-            ix.set_meta(self.conn, "dictionary_sha256", digest)
+            ix.set_meta(self.conn, "dictionary_sha256", self._dictionary.digest)
         return True
 
     def write_files(self, rels: list[str]) -> None:
@@ -504,7 +515,7 @@ class StoreSession:
         self._open()
         self._pending_rebuild_reason = None
         self._quiet_baseline = None
-        self._dictionary_stamp = None
+        self._dictionary.forget()
         self._load_dictionary()
         report = reconcile(self.store, self.conn, self.dictionary, progress=progress)
         report.rebuilt, report.rebuild_reason = True, "memory_reindex"
@@ -515,18 +526,18 @@ class StoreSession:
         self.last_report = report
         return report, heat
 
-    # ------------------------------------------------------------ shared report pieces
 
-    def index_report(self, report: ReconcileReport) -> IndexReport:
-        return IndexReport(
-            store=self.store.name,
-            reconcile=report,
-            scopes=[ScopeReport(scope=self.scope, store=self.store.name, root=str(self.store.root), reconcile=report)],
-            unparseable=[u.model_copy(update={"scope": self.scope}) for u in ledger.unparseable_files(self.conn)],
-            unresolved_conflicts=conflict_table.open_summaries(self.conn, self.scope, REPORTED_CONFLICTS),
-            unresolved_conflicts_total=conflict_table.open_count(self.conn),
-            documents=self.last_documents if self.sources or self.last_documents.removed else None,
-        )
+def index_report(s: StoreSession, report: ReconcileReport) -> IndexReport:
+    """What a call's answer says of one store's index: its reconcile, unparseable files and open conflicts."""
+    return IndexReport(
+        store=s.store.name,
+        reconcile=report,
+        scopes=[ScopeReport(scope=s.scope, store=s.store.name, root=str(s.store.root), reconcile=report)],
+        unparseable=[u.model_copy(update={"scope": s.scope}) for u in ledger.unparseable_files(s.conn)],
+        unresolved_conflicts=conflict_table.open_summaries(s.conn, s.scope, REPORTED_CONFLICTS),
+        unresolved_conflicts_total=conflict_table.open_count(s.conn),
+        documents=s.last_documents if s.sources or s.last_documents.removed else None,
+    )
 
 
 def _transient(exc: BaseException) -> bool:

@@ -15,6 +15,7 @@ from __future__ import annotations
 
 import os
 import re
+import select
 import sys
 from collections.abc import Iterable
 from dataclasses import dataclass, field
@@ -130,6 +131,20 @@ class CanonWatch:
             if folder is not None and event.name:
                 changes.files.add(folder / event.name)
         return changes
+
+    def describe(self, saw_symlink: bool) -> str:
+        """The watch as a status line says it."""
+        if self._inotify is None:
+            return f"off: {self.why_off}"
+        if saw_symlink:
+            return "off: memories/ holds symlinks (every call stats every file)"
+        return "on (inotify)"
+
+    def quiet(self) -> bool:
+        """Whether `poll()` would answer "nothing at all" now, without taking the events: armed, nothing queued."""
+        if self._inotify is None or not self._armed:
+            return False
+        return not select.select([self._inotify.fileno()], [], [], 0)[0]
 
     def resume(self) -> None:
         """After a pass over only the files events named (no folder changed): the watch set is still whole."""

@@ -20,6 +20,7 @@ from ..search.conflicts import (
     find_neighbours,
 )
 from ..store.paths import Store
+from ..store.session import index_report
 from .arguments import check_follows, check_values, enum_arg
 from .links import link_entry, link_supersede
 from .state import ServiceState
@@ -63,7 +64,7 @@ def remember(
                 path=existing.path,
                 created=False,
                 deduplicated_state=existing.state,
-                index=s.index_report(report),
+                index=index_report(s, report),
             )
         olds = []
         for old_id in supersedes:
@@ -135,7 +136,7 @@ def remember(
             message=f"replaced the previous handoff {', '.join(replaced_handoff)}" if replaced_handoff else "",
             conflicts=neighbours,
             related=related,
-            index=s.index_report(report),
+            index=index_report(s, report),
         )
 
 

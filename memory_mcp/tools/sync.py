@@ -7,6 +7,7 @@ from dataclasses import asdict
 
 from ..domain.models import GitSetupAnswer, SyncAnswer, SyncChanges
 from ..store import sync as git_sync
+from ..store.session import index_report
 from .state import ServiceState
 
 
@@ -21,7 +22,7 @@ def sync(
     result = git_sync.sync(s.store.root, options or git_sync.SyncOptions(), progress)
     started = time.perf_counter()
     with s.transaction() as report:
-        index = s.index_report(report)
+        index = index_report(s, report)
     reindex_seconds = round(time.perf_counter() - started, 4)
     if git_sync.pending_changes(s.store.root):
         # the reconcile rewrote what arrived (an archived memory whose body was edited elsewhere is active
@@ -29,7 +30,7 @@ def sync(
         again = git_sync.sync(s.store.root, git_sync.SyncOptions(options.remote, result.branch, options.push)
                               if options else git_sync.SyncOptions(branch=result.branch), progress)  # fmt: skip
         with s.transaction() as report:
-            index = s.index_report(report)
+            index = index_report(s, report)
         _fold(result, again)
     return SyncAnswer(
         repo=str(result.repo),
