@@ -166,14 +166,14 @@ def test_a_verb_ending_still_meets_the_word_in_another_form() -> None:
     # the word leg keeps the form as typed; the trigram leg and coverage look for the root as well
     assert [t.stem for t in terms if t.text == "camped"] == ["camped"]
     assert "camp" in trigram_phrases(terms, "Where has Melanie camped?")
-    assert coverage(terms, fold("Melanie: we went camping by the lake")) == 1.0
-    assert coverage(terms, fold("Melanie: thanks for the kind words")) == 0.5
+    assert coverage(terms)(fold("Melanie: we went camping by the lake")) == 1.0
+    assert coverage(terms)(fold("Melanie: thanks for the kind words")) == 0.5
 
 
 def test_question_frame_words_do_not_count_for_coverage() -> None:
     terms = terms_of("What kind of art does Caroline make?")
-    answer = coverage(terms, fold("Caroline: my art is about identity"))
-    chatter = coverage(terms, fold("Caroline: thanks for your kind words"))
+    answer = coverage(terms)(fold("Caroline: my art is about identity"))
+    chatter = coverage(terms)(fold("Caroline: thanks for your kind words"))
     assert answer > chatter
 
 

@@ -15,6 +15,7 @@ from __future__ import annotations
 
 import re
 import sqlite3
+from collections.abc import Callable
 from dataclasses import dataclass, field
 
 from ..canon.dictionary import EntityDictionary
@@ -300,17 +301,18 @@ def plan_and_fetch(
     return plan
 
 
-def coverage(terms: list[Term], folded_text: str) -> float:
-    """Share of the query's content words (stopwords left out unless there is nothing else) in the text."""
+def coverage(terms: list[Term]) -> Callable[[str], float]:
+    """Share of the query's content words (stopwords left out unless there is nothing else) in a folded text:
+    the forms each word may take are listed once per query, then every candidate's text is looked through."""
     terms = [t for t in terms if t.text not in STOPWORDS] or terms
-    if not terms:
-        return 0.0
-    found = 0
-    for t in terms:
-        options = [t.stem, *t.variants, *(v.replace("-", " ") for v in t.variants), t.root]
-        if any(o and o in folded_text for o in options):
-            found += 1
-    return found / len(terms)
+    forms = [[o for o in (t.stem, *t.variants, *(v.replace("-", " ") for v in t.variants), t.root) if o] for t in terms]
+
+    def share(folded_text: str) -> float:
+        if not forms:
+            return 0.0
+        return sum(1 for options in forms if any(o in folded_text for o in options)) / len(forms)
+
+    return share
 
 
 def best_line(terms: list[Term], title: str, title_line: int, body: str, body_line: int) -> int:

@@ -200,6 +200,7 @@ def rank(settings: SearchSettings, pools: list[Pool], limit: int, lines: Deferre
         cands, terms = pool.plan.candidates, pool.plan.terms
         if not cands:
             continue
+        covered = coverage(terms)
         max_word = max(c.word for c in cands.values()) or 1.0
         max_tri = max(c.trigram for c in cands.values()) or 1.0
         conn = pool.session.conn
@@ -207,7 +208,7 @@ def rank(settings: SearchSettings, pools: list[Pool], limit: int, lines: Deferre
             for rowid, (chunk, line) in cited[n].items():
                 c = cands[rowid]
                 word, trigram = c.word / max_word, c.trigram / max_tri
-                cover = coverage(terms, fold(f"{chunk.title}\n{chunk.label}\n{chunk.body}"))
+                cover = covered(fold(f"{chunk.title}\n{chunk.label}\n{chunk.body}"))
                 t = score_total(
                     word=word, trigram=trigram, like=c.like, coverage=cover, trust=DOCUMENT_TRUST,
                     state=State.ACTIVE.value, updated=chunk.updated, recalls=0, last_recalled=None, now=now,
@@ -233,7 +234,7 @@ def rank(settings: SearchSettings, pools: list[Pool], limit: int, lines: Deferre
             c = cands[m.rowid]
             recalls, last = heat.get(m.id, (0, None))
             word, trigram = c.word / max_word, c.trigram / max_tri
-            cover = coverage(terms, fold(f"{m.title}\n{' '.join(m.entities)}\n{m.body}"))
+            cover = covered(fold(f"{m.title}\n{' '.join(m.entities)}\n{m.body}"))
             t = score_total(
                 word=word, trigram=trigram, like=c.like, coverage=cover, trust=m.trust, state=m.state,
                 updated=m.updated, recalls=recalls, last_recalled=last, now=now, k=k,
