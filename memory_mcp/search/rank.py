@@ -98,11 +98,12 @@ def memory_result(
 class _WideRows:
     """The whole rows of the candidates that become results, read a page at a time in rank order.
 
-    A recall ranks ~100 candidates and builds 10-20 results, best first: the first row asked for brings the
-    next `PAGE` of its pool's ranking in one query (one query per row was ~5% of a recall).
+    A recall ranks ~100 candidates and builds its 10 or so results, best first: the first row asked for brings
+    the next `PAGE` of its pool's ranking in one query (one query per row was ~5% of a recall; a page of 24 read
+    and decoded rows nobody built once collapse stopped building results it drops).
     """
 
-    PAGE = 24
+    PAGE = 12
 
     def __init__(self, conn: sqlite3.Connection) -> None:
         self._conn = conn
