@@ -14,6 +14,7 @@ from ..index import reads
 from ..search.planner import Filters
 from ..store.paths import STORE_NAME
 from ..store.scopes import GLOBAL, LOCAL, locate
+from ..store.session import index_report
 from .arguments import enum_arg
 from .limits import BROWSE_LIMIT
 from .state import ServiceState
@@ -71,7 +72,7 @@ def browse(
             total=counts.get(mem_state.value, 0) if mem_state else sum(counts.values()),
             state_counts=counts,
             entities=reads.entity_names(s.conn),
-            index=s.index_report(report),
+            index=index_report(s, report),
         )
 
 
