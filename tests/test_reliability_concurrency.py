@@ -320,6 +320,26 @@ async def test_a_recall_reads_while_another_process_holds_the_store_lock_until_s
             holder.release()  # a second release does nothing
 
 
+async def test_after_another_process_wrote_only_heat_a_recall_reads_without_the_lock_again(tmp_path: Path) -> None:
+    """Another process's commit that changed no memory (its recalls' heat) costs one locked pass, after which
+    recalls read without the store lock again: it must not send every later recall through the lock."""
+    root = tmp_path / "store"
+    async with stdio_tools(root) as t:
+        made = (await t.remember("Herbarium shelves", "Quartzite shelves hold the herbarium folios."))["id"]
+        assert await t.recall_ids("herbarium") == [made]
+        other = MemoryService(root)  # a second process's worth of store: its recall's heat is committed at close
+        assert [r.id for r in other.recall("quartzite").results] == [made]
+        other.close()
+        assert await t.recall_ids("herbarium") == [made]  # sees the foreign commit: one pass under the lock
+        holder = StoreLock(root, root / ".index" / "write.lock", timeout=5)
+        holder.acquire()
+        try:
+            with anyio.fail_after(20):  # the store lock's own wait is a minute: only a lock-free read answers
+                assert await t.recall_ids("quartzite folios") == [made]
+        finally:
+            holder.release()
+
+
 def test_store_lock_busy_is_a_clear_error_and_a_killed_holder_frees_it(tmp_path: Path) -> None:
     root = tmp_path / "store"
     (root / ".index").mkdir(parents=True)

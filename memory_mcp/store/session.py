@@ -435,7 +435,11 @@ class StoreSession:
         baseline = self._quiet_baseline
         if baseline is None or self._pending_rebuild_reason or self._conn is None:
             return None
-        return baseline.rechecks(self._conn)
+        written = baseline.rechecks(self._conn)
+        if written == set() and not baseline.holds(self._conn):
+            # others committed nothing to re-check (a recall's heat): moved on, so a next call may read unlocked
+            self._quiet_baseline = QuietBaseline.of(self._conn, ix.data_version(self._conn))
+        return written
 
     def _reconcile_named(self, files: set[Path]) -> ReconcileReport | None:
         """Only the files the watch named, when nothing else can have changed; None: do a full pass."""
