@@ -868,8 +868,8 @@ EMBEDDED_PAIRS = 24
 EMBEDDED_CHARS = 400  # of each title (a title is rarely longer)
 # Neighbours given cosine signals: each new text cost ~20-30 ms to embed on one thread (24 made a remember's p95
 # 0.8 s on a 10k store); the blind sets have at most 6 stored memories per case, so 8 leaves their figures as
-# they were. The semantic model was fitted with 24 (refitting with 8 moves dev and dev-2, whose shared bases give
-# more neighbours: WRITE_AT 0.76 → 0.79); it was kept, being the one measured blind.
+# they were. Titles embed faster (design 10: p95 ~180 → 82 ms at 2,000 memories on an entity); the semantic model
+# is fitted with 8.
 COSINE_NEIGHBOURS = 8
 _VECTORS: dict[str, list[float]] = {}
 _VECTORS_MAX = 8192
