@@ -435,12 +435,15 @@ def test_only_sure_evidence_is_written_weaker_suspicion_is_a_possible_conflict()
 
 @pytest.mark.anyio
 async def test_a_possible_conflict_is_answered_and_written_nowhere(tools: Tools, store: Path) -> None:
-    # the one neighbour sharing a word, and a negation on one side: a suspicion the weighing (conflict_model)
-    # puts between POSSIBLE_AT and WRITE_AT: answered, recorded nowhere
+    # the one neighbour sharing words, and a negation on one side: a suspicion the weighing (conflict_model) puts
+    # between POSSIBLE_AT and WRITE_AT: answered, recorded nowhere (design 10's model weighs the pair this test
+    # used before, "Grafana holds the billing dashboards", below POSSIBLE_AT: it is no conflict)
     freeze = await _say(
         tools, "Sprint freeze on the billing repo", body="No merges to the billing repo until the review."
     )
-    grafana = await _say(tools, "Grafana holds the billing dashboards", body="Dashboards for billing live in Grafana.")
+    grafana = await _say(
+        tools, "Billing repo merges need two approvals", body="Merges to the billing repo need two approvals."
+    )
     assert grafana["conflicts"] == []
     [possible] = [r for r in grafana["related"] if r["id"] == freeze["id"]]
     assert possible["kind"] == "possible-conflict"
@@ -490,3 +493,39 @@ def test_the_fitted_weighing_names_only_signals_the_gate_measures() -> None:
         assert 0.0 < model.possible_at <= model.write_at < 1.0
     # the keyword model never saw a cosine: it has no weight for one
     assert not {n for n in conflict_model.KEYWORD.weights if "cosine" in n}
+    # the keyword model has no direction in an embedding space; the semantic one has one weight per dimension
+    assert not conflict_model.KEYWORD.direction
+    assert conflict_model.SEMANTIC.direction
+
+
+def test_with_an_embedder_the_titles_give_the_cosines_and_the_shift() -> None:
+    # a fake embedder (one axis per word of a small vocabulary): the gate embeds the titles, not the bodies, and
+    # hands each weighed pair the new title's unit vector minus the old one's
+    from memory_mcp.search import conflict_model
+    from memory_mcp.search.conflicts import Assessment, PairSignals, _mark_cosines
+
+    vocab = ["deploys", "friday", "monday", "lunch", "menu", "body"]
+    seen: list[str] = []
+
+    def embed(texts: list[str]) -> list[list[float]]:
+        seen.extend(texts)
+        return [[float(w in t.lower().split()) + 0.01 for w in vocab] for t in texts]
+
+    new = Statement(title="deploys monday", body="body words only", entities=("api",), type="fact")
+    olds = [
+        Statement(title=t, body="body words only", entities=("api",), type="fact")
+        for t in ("deploys friday", "lunch menu")
+    ]
+    judged = [
+        (None, old, Assessment(False, [], 0.0, signals=PairSignals(text_similarity=0.5 - i / 10)))
+        for i, old in enumerate(olds)
+    ]
+    _mark_cosines(new, judged, embed)  # type: ignore[arg-type]
+    assert "body words only" not in " ".join(seen)
+    (_, _, deploys), (_, _, lunch) = judged
+    assert deploys.signals.most_similar_cosine == 1.0 and not lunch.signals.most_similar_cosine
+    assert deploys.title_shift is not None and len(deploys.title_shift) == len(vocab)
+    assert abs(deploys.title_shift[0]) < 1e-9  # "deploys" in both titles: no shift on that axis
+    # the semantic model adds the shift projected on its direction (a shift along it raises the probability)
+    signals, direction = vars(deploys.signals), conflict_model.SEMANTIC.direction
+    assert conflict_model.probability(signals, True, direction) > conflict_model.probability(signals, True, None)
