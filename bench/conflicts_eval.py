@@ -10,7 +10,7 @@ summed per category.
     python bench/conflicts_eval.py --show-errors        # also every false alarm and every miss, with reasons
     python bench/conflicts_eval.py --json
     python bench/conflicts_eval.py --speed 2000       # remember time when 2,000 memories share its entity
-    python bench/conflicts_eval.py --set held-out-6   # the blind set of design 10 (issue 25): aggregates only
+    python bench/conflicts_eval.py --set held-out-6   # the blind set of designs 9 and 10 (issue 25): aggregates only
     python bench/conflicts_eval.py --set held-out-7   # and one more, for the design after that
 
 The cases are hand-written for this project (bench/conflict_cases.jsonl is the dev set the gate was
@@ -72,7 +72,7 @@ SETS = {
     # (before) and design 9, then opened (2026-12-07, design 10): a dev set
     "held-out-5": HERE / "conflict_cases_heldout5.jsonl",
     # written the same way (2026-12-06 evening, other topics) by two more helper sessions, for the next design:
-    # never measured yet; aggregates only
+    # measured blind once with design 9 and once with design 10 (2026-12-07); aggregates only
     "held-out-6": HERE / "conflict_cases_heldout6.jsonl",
     # written the same way (2026-12-06 late evening, other topics) by two more helper sessions, so that the
     # design after the next one still has a set nobody has seen: never measured yet; aggregates only
