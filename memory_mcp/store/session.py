@@ -431,13 +431,14 @@ class StoreSession:
         raise AssertionError("unreachable")
 
     def _rechecks(self) -> set[str] | None:
-        """What besides the watch's files must be re-checked (`QuietBaseline.rechecks`); None: a full pass."""
+        """What besides the watch's files must be re-checked (`QuietBaseline.rechecks`); None: a full pass. When
+        others committed nothing to re-check (a recall's heat), the baseline moves on: a next call may read unlocked."""
         baseline = self._quiet_baseline
         if baseline is None or self._pending_rebuild_reason or self._conn is None:
             return None
-        written = baseline.rechecks(self._conn)
-        if written == set() and not baseline.holds(self._conn):
-            # others committed nothing to re-check (a recall's heat): moved on, so a next call may read unlocked
+        if baseline.holds(self._conn):
+            return set()
+        if (written := baseline.rechecks(self._conn)) == set():
             self._quiet_baseline = QuietBaseline.of(self._conn, ix.data_version(self._conn))
         return written
 
