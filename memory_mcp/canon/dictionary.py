@@ -67,13 +67,6 @@ class EntityDictionary:
     descriptions: dict[str, str] = field(default_factory=dict)
 
     @classmethod
-    def load(cls, path: Path) -> EntityDictionary:
-        try:
-            return cls.parse(path.read_bytes())
-        except OSError:  # missing, unreadable, a folder: no aliases
-            return cls()
-
-    @classmethod
     def parse(cls, data: bytes) -> EntityDictionary:
         out = cls()
         try:

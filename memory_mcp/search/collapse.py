@@ -15,7 +15,7 @@ from ..index import vectors as vector_table
 from ..index.vectors import cosine
 from ..store.session import StoreSession
 from .planner import MEMORIES
-from .rank import Pool, Ranked, SearchSettings, result_key
+from .rank import Pool, Ranked, SearchSettings, result_key, split_key
 
 
 def words(text: str) -> frozenset[str]:
@@ -119,12 +119,10 @@ def collapse_ranked(
         window *= 2
     at = {k: n for n, k in enumerate(head)}
     results = [ranked[at[k]] for k in done.kept]
-    collapsed = [CollapsedResult(kept_id=_id_of(k), dropped_id=_id_of(d), reason=why) for k, d, why in done.dropped]
+    collapsed = [
+        CollapsedResult(kept_id=split_key(k)[1], dropped_id=split_key(d)[1], reason=why) for k, d, why in done.dropped
+    ]
     return results, collapsed
-
-
-def _id_of(key: str) -> str:
-    return key.split("\x00", 1)[1]
 
 
 def _dup_candidates(
@@ -134,7 +132,7 @@ def _dup_candidates(
     meanwhile: memory ids never hold the ':' of a chunk's `doc:` id) is unique, never collapsed."""
     by_scope: dict[str, list[str]] = {}
     for key in keys:
-        scope, mem_id = key.split("\x00", 1)
+        scope, mem_id = split_key(key)
         by_scope.setdefault(scope, []).append(mem_id)
     texts: dict[tuple[str, str], tuple[str, str, str]] = {}
     for scope, s in sessions.items():
@@ -150,7 +148,7 @@ def _dup_candidates(
                     vecs[(sc, mid)] = got[t[2]]
     out = []
     for key in keys:
-        scope, mem_id = key.split("\x00", 1)
+        scope, mem_id = split_key(key)
         t = texts.get((scope, mem_id))
         if t is None:
             out.append(DupCandidate(key, "\x00" + key, frozenset()))

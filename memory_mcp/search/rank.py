@@ -177,6 +177,12 @@ def result_key(scope: str, result_id: str) -> str:
     return f"{scope}\x00{result_id}"
 
 
+def split_key(key: str) -> tuple[str, str]:
+    """(scope, id) of a `result_key`."""
+    scope, result_id = key.split("\x00", 1)
+    return scope, result_id
+
+
 def rank(settings: SearchSettings, pools: list[Pool], limit: int, lines: DeferredLines | None = None) -> Ranked:
     """Score candidates from every pool on one scale: each pool's legs are divided by that pool's best value.
 

@@ -23,7 +23,7 @@ from ..domain.models import RecallResult
 from ..domain.vocabulary import State
 from ..index import reads
 from .planner import MEMORIES, Candidate, Plan
-from .rank import UNLIMITED, DeferredLines, Pool, Ranked, SearchSettings, rank, result_key
+from .rank import UNLIMITED, DeferredLines, Pool, Ranked, SearchSettings, rank, result_key, split_key
 
 
 @dataclass
@@ -42,7 +42,7 @@ class Succession:
             of = [r.id for r in results if key in self.current.get(result_key(r.scope, r.id), ())]
             if (finder := self.brought_by.get(key)) is not None:
                 head.matched = False
-                finder_id = finder.split("\x00", 1)[1]
+                finder_id = split_key(finder)[1]
                 if finder_id not in of:
                     of.insert(0, finder_id)
             head.current_version_of = of
@@ -60,7 +60,7 @@ def current_first(
     for pool in pools:
         if pool.corpus is not MEMORIES:
             continue
-        mine = [k.split("\x00", 1)[1] for k in keys if k.startswith(pool.scope + "\x00")]
+        mine = [mem_id for scope, mem_id in map(split_key, keys) if scope == pool.scope]
         chains = _chains(pool, mine)
         if chains is None:
             continue
