@@ -321,10 +321,10 @@ def test_the_conflict_gate_runs_and_its_pairs_are_reported(store: Path, tmp_path
     new = on_disk(store)["Alex works on Fridays"]
     assert new["conflicts"][0]["with"] == mine and new["conflicts"][0]["status"] == "open"
     code, text, _ = run(store, capsys, "import", "mem0", str(path))
-    assert code == 0 and "possible conflict" not in text, "a re-import creates no memory, so no new pair"
+    assert code == 0 and "conflict written" not in text, "a re-import creates no memory, so no new pair"
     path.write_text(json.dumps([{"id": "b2", "memory": "Alex works on Mondays", "user_id": "alex"}]))
     code, text, _ = run(store, capsys, "import", "mem0", str(path))
-    assert code == 0 and "possible conflict" in text and "resolve-conflict" in text
+    assert code == 0 and "conflict written" in text and "resolve-conflict" in text
 
 
 def test_a_retracted_import_never_comes_back(store: Path, tmp_path: Path, capsys) -> None:
