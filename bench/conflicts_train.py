@@ -35,6 +35,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parent))
 
 from conflicts_eval import BLIND, INDEPENDENT, SETS, Tally, case_store, load  # noqa: E402
 
+from memory_mcp.search.conflict_candidates import semantic_nearest  # noqa: E402
 from memory_mcp.search.conflict_rules import CHANGE_SIGNS, PairSignals  # noqa: E402
 from memory_mcp.search.conflict_weighing import judge_neighbours  # noqa: E402
 
@@ -102,6 +103,8 @@ def _judged(
                 entities=session.dictionary.normalise(new.get("entities") or []),
                 new_id="new",
                 embed=embedder.embed if embedder is not None else None,
+                # as remember does: with an embedder, the nearest memories by vector are candidates too
+                nearest=semantic_nearest(session.conn, service.semantic) if embedder is not None else None,
             )
     out = []
     for mem, _, verdict in judged:

@@ -225,3 +225,41 @@ def test_each_importers_added_text_is_declared_once_and_read_out() -> None:
     assert (
         without_added_text("No deploys on Fridays.\n\n**Why:** incidents.") == "No deploys on Fridays.\n\n incidents."
     )
+
+
+# ---------------------------------------------------------------- cross-language candidates with an embedder
+
+# a toy embedder that knows one meaning in two languages (the point is what the gate does with the vectors)
+SAME_MEANING = {"bicicleta": "bicycle", "roja": "red", "mi": "my", "es": "is"}
+
+
+class TwoLanguageEmbedder:
+    name = "test:two-languages"
+    dim = 64
+
+    def embed(self, texts: list[str]) -> list[list[float]]:
+        out = []
+        for text in texts:
+            vec = [0.0] * self.dim
+            for word in text.lower().replace(".", " ").replace(",", " ").split():
+                word = SAME_MEANING.get(word, word)
+                if word:
+                    vec[sum(map(ord, word)) % self.dim] += 1.0
+            out.append(vec)
+        return out
+
+
+@pytest.mark.parametrize("embedder", [None, TwoLanguageEmbedder()], ids=["keyword", "embedder"])
+def test_with_an_embedder_a_memory_in_another_language_is_listed(tmp_path: Path, embedder) -> None:
+    from memory_mcp.tools.service import MemoryService
+
+    service = MemoryService(tmp_path / "store", embedder=embedder)
+    try:
+        old = service.remember("Mi bicicleta es roja", "Mi bicicleta es roja.")
+        service.remember("Pasta recipe", "Boil the pasta, then toss it with garlic and olive oil.")
+        new = service.remember("My bicycle is red and blue", "My bicycle is red and blue now.")
+        listed = [n.id for n in new.listed]
+    finally:
+        service.close()
+    # no word, tag or lexicon concept in common: only the embedder's vectors make it a candidate
+    assert (old.id in listed) is (embedder is not None), listed

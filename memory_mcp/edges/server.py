@@ -214,8 +214,9 @@ likes things), decision (a choice made, with its why), episode (something that h
 active, a new one replaces it). trust: user-stated only for what the user said or confirmed; agent-inferred \
 (default) for your own conclusions; imported for copied material. entities: the people, projects and systems it \
 is about, in canonical names: they filter recall and group related memories. The same text twice returns the \
-original. `listed` gives, best first, memories this may contradict or replace, each with its evidence and one call: \
-run it with supersede if this replaces that one, keep_both if not a conflict; ask the user when unsure."""
+original. `listed` names, best first, memories this may contradict or replace, each with its evidence and one \
+memory_update op=resolve_conflict call: resolution=supersede if this replaces it, keep_both if not a conflict; ask \
+the user when unsure. Only near-certain `conflicts` are written into the file."""
 
 RECALL = """Search memories and indexed documents in one ranked list. Each result cites path:line \
 (open with memory_read) and has an id for memory_update. Without a query, type=handoff returns the current handoff."""

@@ -167,10 +167,11 @@ def probability(
     signals: Mapping[str, float], semantic: bool = False, title_shift: Sequence[float] | None = None
 ) -> float:
     """How likely the pair is a real conflict, by the fitted weights (a signal without a weight counts 0), and with
-    the semantic model the title shift projected on its direction (none measured: counts 0)."""
+    the semantic model the title shift projected on its direction (none measured, or measured by an embedder of
+    another width than the one it was fitted with: counts 0)."""
     model = SEMANTIC if semantic else KEYWORD
     z = model.bias + sum(weight * signals.get(name, 0.0) for name, weight in model.weights.items())
-    if model.direction and title_shift:
+    if model.direction and title_shift and len(title_shift) == len(model.direction):
         z += sum(d * s for d, s in zip(model.direction, title_shift, strict=True))
     return 1.0 / (1.0 + math.exp(-z)) if z > -700 else 0.0
 
