@@ -757,7 +757,8 @@ def _recall_text(a: RecallAnswer) -> str:
     for n, r in enumerate(a.results, 1):
         tag = "" if r.state == "active" else f" [{r.state}]"
         tag += "".join(f" [{mark}]" for mark in result_marks(a, r))
-        lines.append(f"{n}. {r.title}{tag}  ({r.type}, score {r.score:.3f})")
+        who = f", {r.trust}, {provenance.short(r.origin)}" if r.kind == "memory" else ""
+        lines.append(f"{n}. {r.title}{tag}  ({r.type}{who}, score {r.score:.3f})")
         lines.append(f"   {r.path}:{r.line}")
         lines.append(f"   {r.excerpt}")
     if not a.results:
@@ -804,6 +805,8 @@ def _remember_text(a: RememberAnswer) -> str:
 
 def _read_text(a: ReadAnswer) -> str:
     lines = [f"# {a.path} (lines {a.from_line}-{a.to_line} of {a.total_lines})", a.text]
+    if a.origin is not None:
+        lines.append(f"-- trust {a.trust}; origin: {a.origin}")
     if a.superseded_at:
         lines.append(f"superseded at {a.superseded_at}")
     if a.supersedes_chain:
@@ -844,6 +847,7 @@ def _status_text(a: StatusAnswer) -> str:
         f"  state:  {_tally(a.by_state)}",
         f"  type:   {_tally(a.by_type)}",
         f"  trust:  {_tally(a.by_trust)}",
+        f"  origin: {_tally(a.by_origin)}",
         f"  handoff: {a.handoff.title} ({a.handoff.path})" if a.handoff else "  handoff: none",
         f"  unresolved conflicts: {a.unresolved_conflicts_total or 'none'}",
         f"  reviews due: {len(a.review_due) or 'none'}",
