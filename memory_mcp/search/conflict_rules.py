@@ -39,7 +39,12 @@ from .planner import terms_of
 __all__ = ["Assessment", "PairSignals", "Statement", "assess", "statement_of"]
 
 NEAR_TEXT_SIMILARITY = 0.5  # kept as a setting: the stem Jaccard above which a same-attribute pair is near text
-TRUST_RANK = {Trust.AGENT_INFERRED.value: 0, Trust.IMPORTED.value: 1, Trust.USER_STATED.value: 2}
+TRUST_RANK = {
+    Trust.AGENT_INFERRED.value: 0,
+    Trust.IMPORTED.value: 1,
+    Trust.USER_STATED.value: 2,
+    Trust.CONFIRMED.value: 3,
+}
 # Statements that change over time: a newer one may simply replace an older one. Episodes record events
 # (a later one does not make an earlier one false); knowledge and reference are distilled or cited
 # material a later memory more often adds to than replaces. Handoffs never reach the gate.
