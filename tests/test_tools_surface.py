@@ -72,7 +72,7 @@ async def test_tool_surface_is_lean_and_still_complete(store: Path, mode: str) -
     update = by_name["memory_update"].description
     for line in ("- edit: any of title, body", "- supersede: by", "- set_state: state", "- link: other_id"):
         assert line in update
-    assert "- resolve_conflict: pair_hash (no id needed), or id and other_id" in update
+    assert "- resolve_conflict: pair_hash (no id needed) or other_id" in update
     # the schema still validates what it did: null is accepted where the argument is optional
     assert by_name["memory_recall"].input_schema.get("required", []) == []
 

@@ -206,10 +206,9 @@ likes things), decision (a choice made, with its why), episode (something that h
 (where to find something), knowledge (distilled how-to or background), handoff (where you left off: at most one \
 active, a new one replaces it). trust: user-stated only for what the user said or confirmed; agent-inferred \
 (default) for your own conclusions; imported for copied material. entities: the people, projects and systems it \
-is about, in canonical names: they filter recall and group related memories. The same text twice returns the \
-original. `listed` names, best first, memories this may contradict or replace, each with its evidence and one \
-memory_update op=resolve_conflict call: resolution=supersede if this replaces it, keep_both if not a conflict; ask \
-the user when unsure. Only near-certain `conflicts` are written into the file."""
+is about, in canonical names: they filter recall and group related memories. The same text again returns the \
+original. `listed`: what this may contradict, ranked, with evidence and a resolve_conflict call \
+(supersede, or keep_both: no conflict); `conflicts`: those written."""
 
 RECALL = """Search memories and indexed documents in one ranked list. Each result cites path:line \
 (open with memory_read) and has an id for memory_update. Without a query, type=handoff returns the current handoff."""
@@ -224,8 +223,8 @@ refuses a stale write.
 - set_state: state; reason when deprecating, and when reactivating a deprecated memory (deprecated → archived is \
 refused).
 - link: other_id (written both ways as related).
-- resolve_conflict: pair_hash (no id needed), or id and other_id (a pair remember listed); resolution (keep_both: \
-not a conflict | supersede), winner (with supersede; default id when other_id is given), note."""
+- resolve_conflict: pair_hash (no id needed) or other_id, resolution (keep_both | supersede), winner (default \
+id), note."""
 
 FORGET = """archive (kept, ranked lower), deprecate (kept, hidden from recall; reason required) or purge (deletes \
 the file; only an archived or deprecated memory, and confirm=true required)."""
