@@ -47,7 +47,7 @@ MAX_RELATED = MAX_LISTED  # the setting keeps its name (conflicts.max_related): 
 # A neighbour sharing no entity with the new memory is listed from this weight (one found by its words alone is
 # most often another topic; chosen on the development sets, docs/benchmarks.md)
 LIST_AT = 0.05
-EVIDENCE_REASONS = 3  # reasons joined into the one line of evidence
+EVIDENCE_REASONS = 6  # reasons joined into the one line of evidence (the text clips it)
 KIND_CONFLICT, KIND_POSSIBLE, KIND_DUPLICATE, KIND_RELATED = get_args(ListedKind)
 
 
