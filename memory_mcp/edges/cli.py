@@ -796,7 +796,8 @@ def _remember_text(a: RememberAnswer) -> str:
         lines.append("-- settle each with its command: supersede if this replaces it, keep-both if not a conflict")
     for n, item in enumerate(a.listed, 1):
         state = "written as an open conflict" if item.written else "not written"
-        lines.append(f"{n}. {item.title} ({item.id}; {item.type}; {item.kind} {item.weight:.2f}; {state})")
+        shared = f"; shared entities: {', '.join(item.shared_entities)}" if item.shared_entities else ""
+        lines.append(f"{n}. {item.title} ({item.id}; {item.type}; {item.kind} {item.weight:.2f}; {state}{shared})")
         lines.append(f"   because {item.evidence}")
         lines.append(
             f"   memory-mcp update resolve-conflict {a.id} --other-id {item.id} --resolution {_cli_word(item.settle)}"
