@@ -10,6 +10,8 @@ import json
 import sqlite3
 from collections.abc import Sequence
 
+from .db import ODD_STAMP
+
 COUNTED_COLUMNS = ("state", "type", "trust")  # the only columns `counts_by` may group by
 
 
@@ -34,6 +36,49 @@ def reviews_due(conn: sqlite3.Connection, day: str) -> list[tuple[str, str, str,
             (day,),
         )
     ]
+
+
+# the memories the session-start context lists: active, not a handoff, not past their validity (`?`: today)
+_LISTED = "+m.state = 'active' AND +m.type != 'handoff' AND (m.valid_until IS NULL OR m.valid_until >= ?)"
+
+
+def listed_count(conn: sqlite3.Connection, today: str) -> int:
+    """How many memories the session-start context could list (the ones it does not show are counted)."""
+    total = conn.execute("SELECT count(*) FROM memories WHERE state = 'active' AND type != 'handoff'").fetchone()[0]
+    expired = conn.execute(  # through the partial index on valid_until: only the memories that have one
+        "SELECT count(*) FROM memories WHERE valid_until < ? AND +state = 'active' AND +type != 'handoff'", (today,)
+    ).fetchone()[0]
+    return total - expired
+
+
+def context_candidates(
+    conn: sqlite3.Connection, today: str, now: str, first_types: Sequence[str], first_trust: str, per_tier: int
+) -> list[tuple[int, str, str, str, str, int]]:
+    """(rowid, id, type, trust, updated, recalls) of the listed memories that can be among the first `per_tier`
+    of their tier when the session-start context ranks them (tier, then freshness + heat, then id; tools/
+    context.py), however many the store holds: every memory recalled at least once; every one whose `updated`
+    is not a CANONICAL_STAMP; and of the rest, per tier, the `per_tier` most recently updated up to `now`
+    (freshness falls with age) and the first `per_tier` by id of those updated after it (all as fresh as can
+    be). Any other memory has `per_tier` memories of its tier before it. Rows may repeat."""
+    first = f"(m.type IN ({','.join('?' * len(first_types))}) AND m.trust = ?)"
+    tier_params = [*first_types, first_trust]
+    columns = "SELECT m.rowid, m.id, m.type, m.trust, m.updated, coalesce(h.recalls, 0) "
+    heat = "FROM memories m LEFT JOIN heat h ON h.memory_id = m.id "
+    queries: list[tuple[str, list[object]]] = [
+        # the recalled ones, from the heat table (only they have a row there)
+        (
+            columns + f"FROM heat h CROSS JOIN memories m ON m.id = h.memory_id WHERE h.recalls > 0 AND {_LISTED}",
+            [today],
+        ),
+        # hand-written stamps in another form, through their partial index (ODD_STAMP is its condition)
+        (columns + heat + f"WHERE {ODD_STAMP} AND m.state = 'active' AND {_LISTED}", [today]),
+    ]
+    for tier in (first, f"NOT {first}"):
+        where = f"WHERE m.state = 'active' AND {_LISTED} AND {tier} AND NOT {ODD_STAMP} "
+        params = [today, *tier_params, now, per_tier]
+        queries.append((columns + heat + where + "AND m.updated <= ? ORDER BY m.updated DESC, m.id LIMIT ?", params))
+        queries.append((columns + heat + where + "AND m.updated > ? ORDER BY m.id LIMIT ?", params))
+    return [tuple(r) for sql, params in queries for r in conn.execute(sql, params)]
 
 
 # When a memory stopped being current by a supersede: the time recorded in its file, else its first successor's

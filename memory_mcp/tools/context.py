@@ -32,6 +32,7 @@ MAX_LISTED = 5  # conflicts and reviews shown (the total is always said)
 FRESH_DAYS = 30.0  # a memory updated this many days ago counts half as fresh
 HOT_RECALLS = 10  # recalls at which heat counts as much as being brand new
 FIRST_TIER = {"preference", "decision"}
+MIN_LINE_BYTES = 17  # the shortest memory line and its newline: "- **" title "** (" type "): " excerpt " `" path "`"
 NO_STORE = "No memories yet: remember durable facts, preferences and decisions as they come up."
 
 
@@ -51,7 +52,8 @@ class ScopeContext:
 
     scope: str
     handoff: ix.IndexedMemory | None
-    memories: list[Important]
+    memories: list[Important]  # the first of them, as many as the budget could show
+    memories_total: int
     conflicts: list[ConflictSummary]
     conflicts_total: int
     reviews: list[ReviewDue] = field(default_factory=list)
@@ -85,25 +87,26 @@ def _age_days(stamp: str, now: datetime) -> float:
     return max(0.0, (now - when).total_seconds() / 86400)
 
 
-def important_memories(conn: sqlite3.Connection, scope: str, now: datetime | None = None) -> list[Important]:
-    """Every active memory but the handoff and those past their `valid_until`, most important first."""
+def important_memories(
+    conn: sqlite3.Connection, scope: str, budget: int, now: datetime | None = None
+) -> tuple[list[Important], int]:
+    """The active memories but the handoff and those past their `valid_until`, most important first: as many
+    as `budget` bytes could show (read from the index in its order, not every memory), and how many there are."""
     now = now or datetime.now(UTC)
     today = now.astimezone().date().isoformat()
-    mems = [
-        m
-        for m in ix.all_memories(conn)
-        if m.state == "active" and m.type != "handoff" and (m.valid_until is None or m.valid_until >= today)
-    ]
-    heat = ix.heat_of(conn, [m.id for m in mems])
-    out = []
-    for m in mems:
-        freshness = 1.0 / (1.0 + _age_days(m.updated, now) / FRESH_DAYS)
-        recalls = heat.get(m.id, (0, ""))[0]
+    most = budget // MIN_LINE_BYTES + 1  # lines the budget could hold, whatever tier they come from
+    stamp = now.replace(microsecond=0).isoformat().replace("+00:00", "Z")
+    rows = reads.context_candidates(conn, today, stamp, sorted(FIRST_TIER), "user-stated", most)
+    ranked: dict[str, tuple[int, float, int]] = {}
+    for rowid, mem_id, kind, trust, updated, recalls in rows:
+        freshness = 1.0 / (1.0 + _age_days(updated, now) / FRESH_DAYS)
         hot = min(1.0, math.log1p(recalls) / math.log1p(HOT_RECALLS))
-        tier = 0 if m.type in FIRST_TIER and m.trust == "user-stated" else 1
-        out.append(Important(m, scope, tier, freshness + hot))
-    out.sort(key=lambda i: (i.tier, -i.weight, i.memory.id))
-    return out
+        tier = 0 if kind in FIRST_TIER and trust == "user-stated" else 1
+        ranked[mem_id] = (tier, freshness + hot, rowid)
+    first = sorted(ranked.items(), key=lambda kv: (kv[1][0], -kv[1][1], kv[0]))[:most]
+    memories = ix.memories_by_rowid(conn, [rowid for _, (_, _, rowid) in first])
+    out = [Important(memories[rowid], scope, tier, weight) for _, (tier, weight, rowid) in first]
+    return out, reads.listed_count(conn, today)
 
 
 def _memory_line(item: Important, show_scope: bool) -> str:
@@ -150,8 +153,9 @@ def build_context(parts: list[ScopeContext], budget: int = DEFAULT_BUDGET) -> Co
         ]
 
     ranked = sorted((i for p in parts for i in p.memories), key=lambda i: (i.tier, -i.weight, i.memory.id))
+    total = sum(p.memories_total for p in parts)
     # room for the memories: the budget minus the head, the tail and the closing line
-    closing = f"_{len(ranked)} more active memories: memory_recall finds them._"
+    closing = f"_{total} more active memories: memory_recall finds them._"
     room = budget - _size(head) - _size(tail) - _size(["", closing])
     body: list[str] = []
     shown = 0
@@ -167,7 +171,7 @@ def build_context(parts: list[ScopeContext], budget: int = DEFAULT_BUDGET) -> Co
         body += lines
         section = title
         shown += 1
-    left_out = len(ranked) - shown
+    left_out = total - shown
     text_lines = head + body + tail
     if left_out:
         text_lines += ["", f"_{left_out} more active memories: memory_recall finds them._"]
@@ -202,11 +206,13 @@ def context(
     with svc.scopes.open(scope, store) as opened:
         for o in opened:
             conn = o.session.conn
+            memories, total = important_memories(conn, o.scope, budget)
             parts.append(
                 ScopeContext(
                     scope=o.scope,
                     handoff=current_handoff(conn),
-                    memories=important_memories(conn, o.scope),
+                    memories=memories,
+                    memories_total=total,
                     conflicts=conflict_table.open_summaries(o.session.conn, o.scope, 10),
                     conflicts_total=conflict_table.open_count(o.session.conn),
                     reviews=reviews_due(conn),
