@@ -8,11 +8,11 @@ from __future__ import annotations
 
 import json
 import sqlite3
-from collections.abc import Sequence
+from collections.abc import Iterator, Sequence
 
 from .db import ODD_STAMP
 
-COUNTED_COLUMNS = ("state", "type", "trust")  # the only columns `counts_by` may group by
+COUNTED_COLUMNS = ("state", "type", "trust", "origin")  # the only columns `counts_by` may group by
 
 
 def active_handoff_ids(conn: sqlite3.Connection) -> list[str]:
@@ -40,6 +40,10 @@ def reviews_due(conn: sqlite3.Connection, day: str) -> list[tuple[str, str, str,
 
 # the memories the session-start context lists: active, not a handoff, not past their validity (`?`: today)
 _LISTED = "+m.state = 'active' AND +m.type != 'handoff' AND (m.valid_until IS NULL OR m.valid_until >= ?)"
+# (rowid, id, type, trust, origin, updated, recalls) of a listed memory
+_CANDIDATE = "SELECT m.rowid, m.id, m.type, m.trust, m.origin, m.updated, coalesce(h.recalls, 0) "
+_WITH_HEAT = "FROM memories m LEFT JOIN heat h ON h.memory_id = m.id "
+Candidate = tuple[int, str, str, str, str | None, str, int]
 
 
 def listed_count(conn: sqlite3.Connection, today: str) -> int:
@@ -51,34 +55,37 @@ def listed_count(conn: sqlite3.Connection, today: str) -> int:
     return total - expired
 
 
-def context_candidates(
-    conn: sqlite3.Connection, today: str, now: str, first_types: Sequence[str], first_trust: str, per_tier: int
-) -> list[tuple[int, str, str, str, str, int]]:
-    """(rowid, id, type, trust, updated, recalls) of the listed memories that can be among the first `per_tier`
-    of their tier when the session-start context ranks them (tier, then freshness + heat, then id; tools/
-    context.py), however many the store holds: every memory recalled at least once; every one whose `updated`
-    is not a CANONICAL_STAMP; and of the rest, per tier, the `per_tier` most recently updated up to `now`
-    (freshness falls with age) and the first `per_tier` by id of those updated after it (all as fresh as can
-    be). Any other memory has `per_tier` memories of its tier before it. Rows may repeat."""
-    first = f"(m.type IN ({','.join('?' * len(first_types))}) AND m.trust = ?)"
-    tier_params = [*first_types, first_trust]
-    columns = "SELECT m.rowid, m.id, m.type, m.trust, m.updated, coalesce(h.recalls, 0) "
-    heat = "FROM memories m LEFT JOIN heat h ON h.memory_id = m.id "
-    queries: list[tuple[str, list[object]]] = [
-        # the recalled ones, from the heat table (only they have a row there)
-        (
-            columns + f"FROM heat h CROSS JOIN memories m ON m.id = h.memory_id WHERE h.recalls > 0 AND {_LISTED}",
-            [today],
-        ),
-        # hand-written stamps in another form, through their partial index (ODD_STAMP is its condition)
-        (columns + heat + f"WHERE {ODD_STAMP} AND m.state = 'active' AND {_LISTED}", [today]),
-    ]
-    for tier in (first, f"NOT {first}"):
-        where = f"WHERE m.state = 'active' AND {_LISTED} AND {tier} AND NOT {ODD_STAMP} "
-        params = [today, *tier_params, now, per_tier]
-        queries.append((columns + heat + where + "AND m.updated <= ? ORDER BY m.updated DESC, m.id LIMIT ?", params))
-        queries.append((columns + heat + where + "AND m.updated > ? ORDER BY m.id LIMIT ?", params))
-    return [tuple(r) for sql, params in queries for r in conn.execute(sql, params)]
+def listed_unordered(conn: sqlite3.Connection, today: str) -> list[Candidate]:
+    """The listed memories whose rank no index order gives: every one recalled at least once (from the heat
+    table, only they have a row there) and every one whose `updated` is hand-written in another form than the
+    canon's (ODD_STAMP, through its partial index). Rows may repeat."""
+    recalled = f"FROM heat h CROSS JOIN memories m ON m.id = h.memory_id WHERE h.recalls > 0 AND {_LISTED}"
+    odd = f"{_WITH_HEAT}WHERE {ODD_STAMP} AND m.state = 'active' AND {_LISTED}"
+    return [tuple(r) for sql in (recalled, odd) for r in conn.execute(_CANDIDATE + sql, (today,))]
+
+
+def listed_freshest(
+    conn: sqlite3.Connection, today: str, now: str, trust: str, types: Sequence[str] | None, negate: bool = False
+) -> tuple[Iterator[Candidate], Iterator[Candidate]]:
+    """The listed memories of one class (this `trust`, and one of `types` when given; every other one with
+    `negate`) whose `updated` is the canon's form, in two runs each read lazily: updated up to `now`, most
+    recent first (then by id), and updated after it, by id. Ordered so: freshest first, equals by id."""
+    marks = ",".join("?" * len(types or ()))
+    cls = f"m.trust = ? AND m.type IN ({marks})" if types else "m.trust = ?"
+    where = f"WHERE m.state = 'active' AND {_LISTED} AND {'NOT ' if negate else ''}({cls}) AND NOT {ODD_STAMP} "
+    params = [today, trust, *(types or []), now]
+    past = _lazy(conn, _CANDIDATE + _WITH_HEAT + where + "AND m.updated <= ? ORDER BY m.updated DESC, m.id", params)
+    return past, _lazy(conn, _CANDIDATE + _WITH_HEAT + where + "AND m.updated > ? ORDER BY m.id", params)
+
+
+def _lazy(conn: sqlite3.Connection, sql: str, params: list[object]) -> Iterator[Candidate]:
+    """Rows as they are read; the statement is reset when the reader closes the iterator (or drops it)."""
+    cur = conn.cursor()
+    cur.row_factory = None
+    try:
+        yield from cur.execute(sql, params)
+    finally:
+        cur.close()
 
 
 # When a memory stopped being current by a supersede: the time recorded in its file, else its first successor's

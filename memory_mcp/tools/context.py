@@ -1,8 +1,10 @@
 """Session start: what an agent should know before its first question, in Markdown within a byte budget.
 
 Order: the current handoff (where the last session left off), then the most important active memories,
-then unresolved conflicts and reviews due. Importance: what the user stated as a preference or decision
-comes first; within a tier, recently updated and often recalled memories first. Conflicts and reviews
+then unresolved conflicts and reviews due. Importance: what a person confirmed comes first, then what the user
+stated as a preference or decision (through this user's own surfaces: a teammate's, brought by sync, is not
+theirs); within a tier, recently updated and often recalled memories first. Every memory but a confirmed one is
+labelled with who says so and where it came from ("stated by the user, as recorded by claude-code 2.1"). Conflicts and reviews
 are capped and their room is reserved before the memories fill the rest, so they always show.
 """
 
@@ -14,6 +16,7 @@ from dataclasses import dataclass, field
 from datetime import UTC, date, datetime
 from typing import TYPE_CHECKING
 
+from ..domain import provenance
 from ..domain.errors import InputError, StoreMissingError
 from ..domain.models import ConflictSummary, ContextAnswer, HandoffInfo, ReviewDue
 from ..domain.text import clip
@@ -42,7 +45,7 @@ class Important:
 
     memory: ix.IndexedMemory
     scope: str
-    tier: int  # 0: a user-stated preference or decision; 1: everything else
+    tier: int  # 0: confirmed by a person; 1: a preference or decision this user stated; 2: everything else
     weight: float  # freshness + heat, each 0..1
 
 
@@ -90,28 +93,69 @@ def _age_days(stamp: str, now: datetime) -> float:
 def important_memories(
     conn: sqlite3.Connection, scope: str, budget: int, now: datetime | None = None
 ) -> tuple[list[Important], int]:
-    """The active memories but the handoff and those past their `valid_until`, most important first: as many
-    as `budget` bytes could show (read from the index in its order, not every memory), and how many there are."""
+    """The active memories but the handoff and those past their `valid_until`, most important first: as many as
+    `budget` bytes could show, and how many there are. Read from the index in an order that puts them first, not
+    every memory: within a tier, the rank is freshness (falls with age) plus heat (recalled ones only), so of the
+    memories never recalled and dated as the canon writes it, each class of tiers (`CLASSES`) is read freshest
+    first until its best tier has as many as the budget could show: any later one has that many before it."""
     now = now or datetime.now(UTC)
     today = now.astimezone().date().isoformat()
     most = budget // MIN_LINE_BYTES + 1  # lines the budget could hold, whatever tier they come from
     stamp = now.replace(microsecond=0).isoformat().replace("+00:00", "Z")
-    rows = reads.context_candidates(conn, today, stamp, sorted(FIRST_TIER), "user-stated", most)
     ranked: dict[str, tuple[int, float, int]] = {}
-    for rowid, mem_id, kind, trust, updated, recalls in rows:
+
+    def rank(row: reads.Candidate) -> int:
+        rowid, mem_id, kind, trust, origin, updated, recalls = row
         freshness = 1.0 / (1.0 + _age_days(updated, now) / FRESH_DAYS)
         hot = min(1.0, math.log1p(recalls) / math.log1p(HOT_RECALLS))
-        tier = 0 if kind in FIRST_TIER and trust == "user-stated" else 1
+        tier = _tier(kind, trust, origin)
         ranked[mem_id] = (tier, freshness + hot, rowid)
+        return tier
+
+    for row in reads.listed_unordered(conn, today):
+        rank(row)
+    for best, trust, types, negate in CLASSES:
+        for run in reads.listed_freshest(conn, today, stamp, trust, types, negate):
+            taken = 0
+            for row in run:
+                taken += rank(row) == best
+                if taken >= most:
+                    break
+            run.close()
     first = sorted(ranked.items(), key=lambda kv: (kv[1][0], -kv[1][1], kv[0]))[:most]
     memories = ix.memories_by_rowid(conn, [rowid for _, (_, _, rowid) in first])
     out = [Important(memories[rowid], scope, tier, weight) for _, (tier, weight, rowid) in first]
     return out, reads.listed_count(conn, today)
 
 
+def _tier(kind: str, trust: str, origin: str | None) -> int:
+    """0: what a person confirmed; 1: a preference or decision this user stated (not one a sync brought from a
+    teammate: theirs is seen before it is trusted); 2: everything else."""
+    if trust == "confirmed":
+        return 0
+    if kind in FIRST_TIER and trust == "user-stated" and not provenance.from_teammate(origin):
+        return 1
+    return 2
+
+
+# the classes `important_memories` reads apart: (the tier it counts, trust, types, every memory but those); a
+# user-stated preference or decision is tier 1 unless a teammate's (tier 2). The last class holds the second's
+# memories too: a tier 1 one among them has the second class's count before it, a tier 2 one this class's.
+CLASSES = (
+    (0, "confirmed", None, False),
+    (1, "user-stated", tuple(sorted(FIRST_TIER)), False),
+    (2, "confirmed", None, True),
+)
+
+
+SECTIONS = ("## What the user confirmed", "## What the user stated", "## Also worth knowing")
+
+
 def _memory_line(item: Important, show_scope: bool) -> str:
+    """One memory: its type, who says so (`provenance.label`: the origin, unless a person confirmed it) and scope."""
     m = item.memory
-    tags = [m.type] + ([m.trust] if m.trust != "user-stated" else []) + ([item.scope] if show_scope else [])
+    said = [] if item.tier == 0 else [provenance.label(m.trust, m.origin)]
+    tags = [m.type, *said] + ([item.scope] if show_scope else [])
     return f"- **{m.title}** ({', '.join(tags)}): {clip(m.excerpt, EXCERPT_CHARS)} `{m.path}`"
 
 
@@ -161,7 +205,7 @@ def build_context(parts: list[ScopeContext], budget: int = DEFAULT_BUDGET) -> Co
     shown = 0
     section = None
     for item in ranked:
-        title = "## What the user stated" if item.tier == 0 else "## Also worth knowing"
+        title = SECTIONS[item.tier]
         lines = []
         if title != section:
             lines = ([""] if body else []) + [title]
