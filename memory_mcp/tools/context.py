@@ -1,8 +1,9 @@
 """Session start: what an agent should know before its first question, in Markdown within a byte budget.
 
 Order: the current handoff (where the last session left off), then the most important active memories,
-then unresolved conflicts and reviews due. Importance: what the user stated as a preference or decision
-comes first; within a tier, recently updated and often recalled memories first. Conflicts and reviews
+then unresolved conflicts and reviews due. Importance: what the user stated comes first (under "What the user
+stated": their preferences and decisions, then anything else they stated, such as a fact about themselves),
+then the rest; within a tier, recently updated and often recalled memories first. Conflicts and reviews
 are capped and their room is reserved before the memories fill the rest, so they always show.
 """
 
@@ -32,6 +33,7 @@ MAX_LISTED = 5  # conflicts and reviews shown (the total is always said)
 FRESH_DAYS = 30.0  # a memory updated this many days ago counts half as fresh
 HOT_RECALLS = 10  # recalls at which heat counts as much as being brand new
 FIRST_TIER = {"preference", "decision"}
+STATED = {"user-stated", "confirmed"}  # "What the user stated": said by the user, or confirmed by a person
 NO_STORE = "No memories yet: remember durable facts, preferences and decisions as they come up."
 
 
@@ -41,7 +43,7 @@ class Important:
 
     memory: ix.IndexedMemory
     scope: str
-    tier: int  # 0: a user-stated preference or decision; 1: everything else
+    tier: int  # 0: a preference or decision the user stated (or confirmed); 1: anything else they did; 2: the rest
     weight: float  # freshness + heat, each 0..1
 
 
@@ -100,7 +102,7 @@ def important_memories(conn: sqlite3.Connection, scope: str, now: datetime | Non
         freshness = 1.0 / (1.0 + _age_days(m.updated, now) / FRESH_DAYS)
         recalls = heat.get(m.id, (0, ""))[0]
         hot = min(1.0, math.log1p(recalls) / math.log1p(HOT_RECALLS))
-        tier = 0 if m.type in FIRST_TIER and m.trust == "user-stated" else 1
+        tier = (0 if m.type in FIRST_TIER else 1) if m.trust in STATED else 2
         out.append(Important(m, scope, tier, freshness + hot))
     out.sort(key=lambda i: (i.tier, -i.weight, i.memory.id))
     return out
@@ -157,7 +159,7 @@ def build_context(parts: list[ScopeContext], budget: int = DEFAULT_BUDGET) -> Co
     shown = 0
     section = None
     for item in ranked:
-        title = "## What the user stated" if item.tier == 0 else "## Also worth knowing"
+        title = "## What the user stated" if item.tier < 2 else "## Also worth knowing"
         lines = []
         if title != section:
             lines = ([""] if body else []) + [title]
