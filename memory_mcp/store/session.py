@@ -340,6 +340,15 @@ class StoreSession:
                     self._let_go(damaged)
 
     @contextmanager
+    def exclusive(self) -> Iterator[None]:
+        """The store lock with no reconcile and no index: for work on the canon's files that every writer must
+        wait for (sync's commit and merge), so that no acknowledged write lands in the middle of it."""
+        with self._thread_lock:
+            self.store.check_contained()
+            with self._store_lock:
+                yield
+
+    @contextmanager
     def reading(self) -> Iterator[ReconcileReport]:
         """`transaction()` for a call that only reads the index (a keyword recall): reconcile under the store lock,
         then read one snapshot of the index (`ix.read_snapshot`) with the lock let go, so the searches of several
