@@ -7,6 +7,7 @@ Every case runs the real CLI in a subprocess against clones of a real bare remot
 
 from __future__ import annotations
 
+import json
 import os
 import random
 import signal
@@ -15,7 +16,6 @@ import sys
 import time
 from pathlib import Path
 
-import anyio
 import pytest
 
 from tests.helpers import stdio_tools
@@ -175,7 +175,6 @@ def test_a_private_memory_with_a_frontmatter_typo_is_never_pushed(tmp_path: Path
     remote, (a, b) = machines(tmp_path, 2)
     a.cli("remember", "Shared note", "Everyone may read this.")
     done = a.cli("remember", "My diary", "Private words qq7private.", "--private", "--json")
-    import json
 
     path = a.root / json.loads(done.stdout)["path"]
     replace_in(path, "type: ", "type: [")  # a hand typo: the file no longer parses
