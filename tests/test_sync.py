@@ -261,7 +261,7 @@ def test_private_memories_never_travel_and_a_hand_commit_blocks_the_push(pair) -
     a.git("add", "memories/private.md")
     a.git("-c", "user.name=t", "-c", "user.email=t@x", "commit", "-qm", "by hand", "--no-verify")
     refused = a.sync(code=2)
-    assert "marked `sync: local`" in refused["stderr"]
+    assert "private.md" in refused["stderr"] and "private (`sync: local`)" in refused["stderr"]
 
 
 def test_usage_errors_exit_2_with_a_fix(tmp_path: Path) -> None:
