@@ -136,21 +136,37 @@ def shown(text: str | None) -> str:
     return origin.text if origin is not None else UNKNOWN
 
 
-def label(trust: str, text: str | None) -> str:
-    """Who says so, in words a model and a person read: "stated by the user, as recorded by claude-code 2.1"."""
+def short(text: str | None) -> str:
+    """A recall result's few words: "by claude-code 2.1", "by the CLI", "from Ana <ana@example.com>"."""
+    origin = parse(text)
+    if origin is None:
+        return UNKNOWN
+    return f"from {origin.client}" if origin.surface is Surface.SYNC else f"by {origin.client}"
+
+
+def label(trust: str, text: str | None, who: str = "the user") -> str:
+    """Who says so, in words a model and a person read: "stated by the user, as recorded by claude-code 2.1"; what
+    a sync brought names the teammate first: "from Ana <ana@example.com>, stated by them, as recorded by ..."."""
     origin = parse(text)
     if trust == "confirmed":
-        return "confirmed by the user"
+        return f"confirmed by {who}"
     if origin is None:
         return f"{trust}, {UNKNOWN}"
     if origin.surface is Surface.SYNC:
-        return f"from {origin.client}" + (f" ({label(trust, origin.earlier.text)})" if origin.earlier else "")
+        earlier = origin.earlier.text if origin.earlier is not None else None
+        return f"from {origin.client}, {label(trust, earlier, 'them')}"
     if trust == "user-stated":
         if origin.by_person:
-            return f"stated by the user, through {origin.client}"
-        return f"stated by the user, as recorded by {origin.client}"
+            return f"stated by {who}, through {origin.client}"
+        return f"stated by {who}, as recorded by {origin.client}"
     if trust == "agent-inferred":
         return f"inferred by {origin.client}"
     if trust == "imported":
-        return f"imported by {origin.client}" if origin.surface is not Surface.IMPORT else f"from {origin.client}"
+        return f"from {origin.client}" if origin.surface is Surface.IMPORT else f"imported, by {origin.client}"
     return f"{trust}, by {origin.client}"
+
+
+def from_teammate(text: str | None) -> bool:
+    """A sync brought it from another author (what they stated is theirs, not this user's)."""
+    origin = parse(text)
+    return origin is not None and origin.surface is Surface.SYNC

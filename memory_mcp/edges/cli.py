@@ -39,7 +39,7 @@ from ..domain.models import (
 from ..domain.vocabulary import FORGET_MODES, RECALL_MODES, RESOLUTIONS, SCOPES, STATES, TRUSTS, TYPES, UPDATE_OPS
 from ..importers import FORMATS
 from ..importers.run import ImportAnswer, apply_import, dry_run, plan_import
-from ..store.git import GitFailedError
+from ..store.git import GitFailedError, SyncInterrupted
 from ..store.sync import SyncOptions
 from ..tools.service import MemoryService
 from ..tools.workers import MAX_DEFAULT_WORKERS, default_workers
@@ -50,6 +50,7 @@ if TYPE_CHECKING:
 
 EXIT_OK, EXIT_MISMATCH, EXIT_USAGE = 0, 1, 2
 EXIT_GIT_FAILED = 1
+EXIT_INTERRUPTED = 130  # what a shell reports for a command Ctrl-C stopped
 
 
 class _Parser(argparse.ArgumentParser):
@@ -512,6 +513,12 @@ def _main(argv: list[str] | None) -> int:
     except GitFailedError as exc:
         print(f"memory-mcp: {exc}", file=sys.stderr)
         return EXIT_GIT_FAILED
+    except SyncInterrupted as exc:
+        print(f"memory-mcp: {exc}", file=sys.stderr)
+        return EXIT_INTERRUPTED
+    except KeyboardInterrupt:  # a Ctrl-C outside a step that must finish: one line, no traceback
+        print("memory-mcp: interrupted (Ctrl-C)", file=sys.stderr)
+        return EXIT_INTERRUPTED
     except MemoryMcpError as exc:
         print(f"memory-mcp: {exc}", file=sys.stderr)
         return EXIT_USAGE
@@ -760,7 +767,8 @@ def _recall_text(a: RecallAnswer) -> str:
     for n, r in enumerate(a.results, 1):
         tag = "" if r.state == "active" else f" [{r.state}]"
         tag += "".join(f" [{mark}]" for mark in result_marks(a, r))
-        lines.append(f"{n}. {r.title}{tag}  ({r.type}, score {r.score:.3f})")
+        who = f", {r.trust}, {provenance.short(r.origin)}" if r.kind == "memory" else ""
+        lines.append(f"{n}. {r.title}{tag}  ({r.type}{who}, score {r.score:.3f})")
         lines.append(f"   {r.path}:{r.line}")
         lines.append(f"   {r.excerpt}")
     if not a.results:
@@ -809,6 +817,8 @@ def _remember_text(a: RememberAnswer) -> str:
 
 def _read_text(a: ReadAnswer) -> str:
     lines = [f"# {a.path} (lines {a.from_line}-{a.to_line} of {a.total_lines})", a.text]
+    if a.origin is not None:
+        lines.append(f"-- trust {a.trust}; origin: {a.origin}")
     if a.superseded_at:
         lines.append(f"superseded at {a.superseded_at}")
     if a.supersedes_chain:
@@ -849,6 +859,7 @@ def _status_text(a: StatusAnswer) -> str:
         f"  state:  {_tally(a.by_state)}",
         f"  type:   {_tally(a.by_type)}",
         f"  trust:  {_tally(a.by_trust)}",
+        f"  origin: {_tally(a.by_origin)}",
         f"  handoff: {a.handoff.title} ({a.handoff.path})" if a.handoff else "  handoff: none",
         f"  unresolved conflicts: {a.unresolved_conflicts_total or 'none'}",
         f"  reviews due: {len(a.review_due) or 'none'}",
