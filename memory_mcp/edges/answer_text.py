@@ -7,6 +7,7 @@ excerpt and one score. The index gets one line only when the reconcile did somet
 
 from __future__ import annotations
 
+from ..domain import provenance
 from ..domain.models import IndexReport, RecallAnswer, RecallResult, RememberAnswer
 from ..domain.text import clip
 
@@ -24,6 +25,8 @@ def recall_text(answer: RecallAnswer) -> str:
             tags.append(r.state)
         if r.kind == "memory" and r.trust != "user-stated":
             tags.append(r.trust)
+        if r.kind == "memory":
+            tags.append(provenance.short(r.origin))
         if len(scopes) > 1:
             tags.append(r.scope)
         tags.extend(result_marks(answer, r))

@@ -18,6 +18,7 @@ from typing import TYPE_CHECKING
 from pydantic import BaseModel
 
 from ..config import ConfigError, Settings, describe, load_settings
+from ..domain import provenance
 from ..domain.errors import InputError, MemoryMcpError
 from ..domain.fields import BY_NAME, EDIT_VALUES
 from ..domain.memory import OptionalValues
@@ -367,7 +368,7 @@ def _run_change(service: MemoryService, args: argparse.Namespace, scope: str | N
         _tool_word(args.op), args.id, title=args.title, body=body, type=args.type, trust=args.trust,
         entities=args.entities, source=args.source, state=args.state, reason=args.reason, by=args.by,
         other_id=args.other_id, pair_hash=args.pair_hash, resolution=_tool_word(args.resolution), winner=args.winner,
-        note=args.note, expected_sha256=args.expected_sha256, scope=scope, values=_values(args),
+        note=args.note, expected_sha256=args.expected_sha256, scope=scope, values=_values(args), origin=provenance.CLI,
     )  # fmt: skip
     _emit(answer, args.json, _update_text)
     return EXIT_OK
@@ -594,6 +595,7 @@ def _run(service: MemoryService, args: argparse.Namespace) -> int:
             scope=args.scope,
             private=args.private,
             values=_values(args),
+            origin=provenance.CLI,
         )
         for made in new_stores:
             print(f"memory-mcp: created a new store at {made.root}", file=sys.stderr)
@@ -755,7 +757,8 @@ def _recall_text(a: RecallAnswer) -> str:
     for n, r in enumerate(a.results, 1):
         tag = "" if r.state == "active" else f" [{r.state}]"
         tag += "".join(f" [{mark}]" for mark in result_marks(a, r))
-        lines.append(f"{n}. {r.title}{tag}  ({r.type}, score {r.score:.3f})")
+        who = f", {r.trust}, {provenance.short(r.origin)}" if r.kind == "memory" else ""
+        lines.append(f"{n}. {r.title}{tag}  ({r.type}{who}, score {r.score:.3f})")
         lines.append(f"   {r.path}:{r.line}")
         lines.append(f"   {r.excerpt}")
     if not a.results:
@@ -802,6 +805,8 @@ def _remember_text(a: RememberAnswer) -> str:
 
 def _read_text(a: ReadAnswer) -> str:
     lines = [f"# {a.path} (lines {a.from_line}-{a.to_line} of {a.total_lines})", a.text]
+    if a.origin is not None:
+        lines.append(f"-- trust {a.trust}; origin: {a.origin}")
     if a.superseded_at:
         lines.append(f"superseded at {a.superseded_at}")
     if a.supersedes_chain:
@@ -842,6 +847,7 @@ def _status_text(a: StatusAnswer) -> str:
         f"  state:  {_tally(a.by_state)}",
         f"  type:   {_tally(a.by_type)}",
         f"  trust:  {_tally(a.by_trust)}",
+        f"  origin: {_tally(a.by_origin)}",
         f"  handoff: {a.handoff.title} ({a.handoff.path})" if a.handoff else "  handoff: none",
         f"  unresolved conflicts: {a.unresolved_conflicts_total or 'none'}",
         f"  reviews due: {len(a.review_due) or 'none'}",

@@ -1,8 +1,10 @@
 """Session start: what an agent should know before its first question, in Markdown within a byte budget.
 
 Order: the current handoff (where the last session left off), then the most important active memories,
-then unresolved conflicts and reviews due. Importance: what the user stated as a preference or decision
-comes first; within a tier, recently updated and often recalled memories first. Conflicts and reviews
+then unresolved conflicts and reviews due. Importance: what a person confirmed comes first, then what the user
+stated as a preference or decision (through this user's own surfaces: a teammate's, brought by sync, is not
+theirs); within a tier, recently updated and often recalled memories first. Every memory but a confirmed one is
+labelled with who says so and where it came from ("stated by the user, as recorded by claude-code 2.1"). Conflicts and reviews
 are capped and their room is reserved before the memories fill the rest, so they always show.
 """
 
@@ -14,6 +16,7 @@ from dataclasses import dataclass, field
 from datetime import UTC, date, datetime
 from typing import TYPE_CHECKING
 
+from ..domain import provenance
 from ..domain.errors import InputError, StoreMissingError
 from ..domain.models import ConflictSummary, ContextAnswer, HandoffInfo, ReviewDue
 from ..domain.text import clip
@@ -41,7 +44,7 @@ class Important:
 
     memory: ix.IndexedMemory
     scope: str
-    tier: int  # 0: a user-stated preference or decision; 1: everything else
+    tier: int  # 0: confirmed by a person; 1: a preference or decision this user stated; 2: everything else
     weight: float  # freshness + heat, each 0..1
 
 
@@ -100,15 +103,30 @@ def important_memories(conn: sqlite3.Connection, scope: str, now: datetime | Non
         freshness = 1.0 / (1.0 + _age_days(m.updated, now) / FRESH_DAYS)
         recalls = heat.get(m.id, (0, ""))[0]
         hot = min(1.0, math.log1p(recalls) / math.log1p(HOT_RECALLS))
-        tier = 0 if m.type in FIRST_TIER and m.trust == "user-stated" else 1
+        tier = _tier(m)
         out.append(Important(m, scope, tier, freshness + hot))
     out.sort(key=lambda i: (i.tier, -i.weight, i.memory.id))
     return out
 
 
+def _tier(m: ix.IndexedMemory) -> int:
+    """0: what a person confirmed; 1: a preference or decision this user stated (not one a sync brought from a
+    teammate: theirs is seen before it is trusted); 2: everything else."""
+    if m.trust == "confirmed":
+        return 0
+    if m.type in FIRST_TIER and m.trust == "user-stated" and not provenance.from_teammate(m.origin):
+        return 1
+    return 2
+
+
+SECTIONS = ("## What the user confirmed", "## What the user stated", "## Also worth knowing")
+
+
 def _memory_line(item: Important, show_scope: bool) -> str:
+    """One memory: its type, who says so (`provenance.label`: the origin, unless a person confirmed it) and scope."""
     m = item.memory
-    tags = [m.type] + ([m.trust] if m.trust != "user-stated" else []) + ([item.scope] if show_scope else [])
+    said = [] if item.tier == 0 else [provenance.label(m.trust, m.origin)]
+    tags = [m.type, *said] + ([item.scope] if show_scope else [])
     return f"- **{m.title}** ({', '.join(tags)}): {clip(m.excerpt, EXCERPT_CHARS)} `{m.path}`"
 
 
@@ -157,7 +175,7 @@ def build_context(parts: list[ScopeContext], budget: int = DEFAULT_BUDGET) -> Co
     shown = 0
     section = None
     for item in ranked:
-        title = "## What the user stated" if item.tier == 0 else "## Also worth knowing"
+        title = SECTIONS[item.tier]
         lines = []
         if title != section:
             lines = ([""] if body else []) + [title]
