@@ -15,6 +15,8 @@ import sys
 from pathlib import Path
 from typing import TYPE_CHECKING
 
+import memory_mcp
+
 from ..config import ConfigError, Settings, describe, load_settings
 from ..domain import provenance
 from ..domain.errors import InputError, MemoryMcpError
@@ -36,7 +38,7 @@ from ..domain.vocabulary import FORGET_MODES, RECALL_MODES, RESOLUTIONS, SCOPES,
 from ..importers import FORMATS
 from ..tools.service import MemoryService
 from ..tools.workers import MAX_DEFAULT_WORKERS, default_workers
-from .answer_text import result_marks
+from .answer_text import result_marks, weak_results_note
 
 if TYPE_CHECKING:
     from pydantic import BaseModel
@@ -46,6 +48,7 @@ if TYPE_CHECKING:
 
 EXIT_OK, EXIT_MISMATCH, EXIT_USAGE = 0, 1, 2
 EXIT_GIT_FAILED = 1
+EXIT_INTERRUPTED = 130  # what a shell reports for a command Ctrl-C stopped
 
 
 class _Parser(argparse.ArgumentParser):
@@ -195,6 +198,7 @@ def build_parser() -> argparse.ArgumentParser:
         epilog="Global options (--store, --project-root, --config, --set) go before or after the command; "
         "given in both places, the one after the command wins (--set values add up).",
     )
+    p.add_argument("-V", "--version", action="version", version=f"memory-mcp {memory_mcp.__version__}")
     _global_options(p, after=False)
     sub = p.add_subparsers(dest="command", parser_class=_Parser, metavar="COMMAND")
 
@@ -506,10 +510,15 @@ def _main(argv: list[str] | None) -> int:
             service.scope_for_reading()  # browsing never creates a store
             return _ui(service, args.port)
         return _run(service, args)
+    except KeyboardInterrupt:  # a Ctrl-C outside a step that must finish: one line, no traceback
+        print("memory-mcp: interrupted (Ctrl-C)", file=sys.stderr)
+        return EXIT_INTERRUPTED
     except MemoryMcpError as exc:
-        from ..store.git import GitFailedError
+        from ..store.git import GitFailedError, SyncInterrupted  # raised only by sync and git-setup
 
         print(f"memory-mcp: {exc}", file=sys.stderr)
+        if isinstance(exc, SyncInterrupted):
+            return EXIT_INTERRUPTED
         return EXIT_GIT_FAILED if isinstance(exc, GitFailedError) else EXIT_USAGE
     finally:
         service.close()
@@ -767,6 +776,8 @@ def _recall_text(a: RecallAnswer) -> str:
     if a.budget_bytes is not None:
         lines.append(f"-- budget: {a.used_bytes} of {a.budget_bytes} bytes used; {a.left_out} more did not fit")
     lines += [f"-- collapsed {c.dropped_id} into {c.kept_id} ({c.reason})" for c in a.collapsed]
+    if (weak := weak_results_note(a.results)) is not None:
+        lines.append(f"-- {weak}")
     lines.append(f"-- mode: {a.mode}" + (f" ({a.semantic_note})" if a.semantic_note else ""))
     lines.extend(_index_lines(a.index))
     return "\n".join(lines)

@@ -65,15 +65,22 @@ def listed_unordered(conn: sqlite3.Connection, today: str) -> list[Candidate]:
 
 
 def listed_freshest(
-    conn: sqlite3.Connection, today: str, now: str, trust: str, types: Sequence[str] | None, negate: bool = False
+    conn: sqlite3.Connection,
+    today: str,
+    now: str,
+    trusts: Sequence[str],
+    types: Sequence[str] = (),
+    other_trusts: bool = False,
+    other_types: bool = False,
 ) -> tuple[Iterator[Candidate], Iterator[Candidate]]:
-    """The listed memories of one class (this `trust`, and one of `types` when given; every other one with
-    `negate`) whose `updated` is the canon's form, in two runs each read lazily: updated up to `now`, most
-    recent first (then by id), and updated after it, by id. Ordered so: freshest first, equals by id."""
-    marks = ",".join("?" * len(types or ()))
-    cls = f"m.trust = ? AND m.type IN ({marks})" if types else "m.trust = ?"
-    where = f"WHERE m.state = 'active' AND {_LISTED} AND {'NOT ' if negate else ''}({cls}) AND NOT {ODD_STAMP} "
-    params = [today, trust, *(types or []), now]
+    """The listed memories of one class (trust one of `trusts`, or none of them with `other_trusts`; likewise
+    type and `types` when given) whose `updated` is the canon's form, in two runs each read lazily: updated up
+    to `now`, most recent first (then by id), and updated after it, by id. Ordered so: freshest first."""
+    cls = f"m.trust {'NOT ' if other_trusts else ''}IN ({','.join('?' * len(trusts))})"
+    if types:
+        cls += f" AND m.type {'NOT ' if other_types else ''}IN ({','.join('?' * len(types))})"
+    where = f"WHERE m.state = 'active' AND {_LISTED} AND {cls} AND NOT {ODD_STAMP} "
+    params = [today, *trusts, *types, now]
     past = _lazy(conn, _CANDIDATE + _WITH_HEAT + where + "AND m.updated <= ? ORDER BY m.updated DESC, m.id", params)
     return past, _lazy(conn, _CANDIDATE + _WITH_HEAT + where + "AND m.updated > ? ORDER BY m.id", params)
 

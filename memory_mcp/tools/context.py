@@ -3,7 +3,8 @@
 Order: the current handoff (where the last session left off), then the most important active memories,
 then unresolved conflicts and reviews due. Importance: what a person confirmed comes first, then what the user
 stated as a preference or decision (through this user's own surfaces: a teammate's, brought by sync, is not
-theirs); within a tier, recently updated and often recalled memories first. Every memory but a confirmed one is
+theirs), then anything else the user stated (a fact such as their name); within a tier, recently updated and
+often recalled memories first. Every memory but a confirmed one is
 labelled with who says so and where it came from ("stated by the user, as recorded by claude-code 2.1"). Conflicts and reviews
 are capped and their room is reserved before the memories fill the rest, so they always show.
 """
@@ -45,7 +46,8 @@ class Important:
 
     memory: ix.IndexedMemory
     scope: str
-    tier: int  # 0: confirmed by a person; 1: a preference or decision this user stated; 2: everything else
+    tier: int  # 0: confirmed by a person; 1: a preference or decision this user stated; 2: anything else they
+    # stated; 3: everything else
     weight: float  # freshness + heat, each 0..1
 
 
@@ -114,8 +116,8 @@ def important_memories(
 
     for row in reads.listed_unordered(conn, today):
         rank(row)
-    for best, trust, types, negate in CLASSES:
-        for run in reads.listed_freshest(conn, today, stamp, trust, types, negate):
+    for best, trusts, types, other_trusts, other_types in CLASSES:
+        for run in reads.listed_freshest(conn, today, stamp, trusts, types, other_trusts, other_types):
             taken = 0
             for row in run:
                 taken += rank(row) == best
@@ -130,25 +132,26 @@ def important_memories(
 
 def _tier(kind: str, trust: str, origin: str | None) -> int:
     """0: what a person confirmed; 1: a preference or decision this user stated (not one a sync brought from a
-    teammate: theirs is seen before it is trusted); 2: everything else."""
+    teammate: theirs is seen before it is trusted); 2: anything else this user stated (issue 45: "my name is
+    Sam" is what the user stated, not merely worth knowing); 3: everything else."""
     if trust == "confirmed":
         return 0
-    if kind in FIRST_TIER and trust == "user-stated" and not provenance.from_teammate(origin):
-        return 1
-    return 2
+    if trust == "user-stated" and not provenance.from_teammate(origin):
+        return 1 if kind in FIRST_TIER else 2
+    return 3
 
 
-# the classes `important_memories` reads apart: (the tier it counts, trust, types, every memory but those); a
-# user-stated preference or decision is tier 1 unless a teammate's (tier 2). The last class holds the second's
-# memories too: a tier 1 one among them has the second class's count before it, a tier 2 one this class's.
+# the classes `important_memories` reads apart, each by the tier it counts (the best its memories can have; a
+# teammate's, brought by sync, are tier 3 in any class): (tier, trusts, types, other trusts, other types)
 CLASSES = (
-    (0, "confirmed", None, False),
-    (1, "user-stated", tuple(sorted(FIRST_TIER)), False),
-    (2, "confirmed", None, True),
+    (0, ("confirmed",), (), False, False),
+    (1, ("user-stated",), tuple(sorted(FIRST_TIER)), False, False),
+    (2, ("user-stated",), tuple(sorted(FIRST_TIER)), False, True),
+    (3, ("confirmed", "user-stated"), (), True, False),
 )
 
 
-SECTIONS = ("## What the user confirmed", "## What the user stated", "## Also worth knowing")
+SECTIONS = ("## What the user confirmed", "## What the user stated", "## What the user stated", "## Also worth knowing")
 
 
 def _memory_line(item: Important, show_scope: bool) -> str:

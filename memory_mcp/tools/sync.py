@@ -7,7 +7,7 @@ from dataclasses import asdict
 
 from ..domain.models import GitSetupAnswer, SyncAnswer, SyncChanges
 from ..store import sync as git_sync
-from ..store.session import index_report
+from ..store.session import exclusive, index_report
 from .state import ServiceState
 
 
@@ -19,7 +19,7 @@ def sync(
 ) -> SyncAnswer:
     """Commit this store's canon, merge the remote's, push; then reconcile the index with what arrived."""
     s = svc.scopes.session(scope)
-    result = git_sync.sync(s.store.root, options or git_sync.SyncOptions(), progress)
+    result = git_sync.sync(s.store.root, options or git_sync.SyncOptions(), progress, hold=lambda: exclusive(s))
     started = time.perf_counter()
     with s.transaction() as report:
         index = index_report(s, report)
@@ -28,7 +28,8 @@ def sync(
         # the reconcile rewrote what arrived (an archived memory whose body was edited elsewhere is active
         # again): send that too, so one sync leaves nothing behind
         again = git_sync.sync(s.store.root, git_sync.SyncOptions(options.remote, result.branch, options.push)
-                              if options else git_sync.SyncOptions(branch=result.branch), progress)  # fmt: skip
+                              if options else git_sync.SyncOptions(branch=result.branch), progress,
+                              hold=lambda: exclusive(s))  # fmt: skip
         with s.transaction() as report:
             index = index_report(s, report)
         _fold(result, again)
