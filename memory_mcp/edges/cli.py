@@ -37,7 +37,7 @@ from ..domain.models import (
 from ..domain.vocabulary import FORGET_MODES, RECALL_MODES, RESOLUTIONS, SCOPES, STATES, TRUSTS, TYPES, UPDATE_OPS
 from ..importers import FORMATS
 from ..importers.run import ImportAnswer, apply_import, dry_run, plan_import
-from ..store.git import GitFailedError
+from ..store.git import GitFailedError, SyncInterrupted
 from ..store.sync import SyncOptions
 from ..tools.service import MemoryService
 from ..tools.workers import MAX_DEFAULT_WORKERS, default_workers
@@ -48,6 +48,7 @@ if TYPE_CHECKING:
 
 EXIT_OK, EXIT_MISMATCH, EXIT_USAGE = 0, 1, 2
 EXIT_GIT_FAILED = 1
+EXIT_INTERRUPTED = 130  # what a shell reports for a command Ctrl-C stopped
 
 
 class _Parser(argparse.ArgumentParser):
@@ -509,6 +510,12 @@ def _main(argv: list[str] | None) -> int:
     except GitFailedError as exc:
         print(f"memory-mcp: {exc}", file=sys.stderr)
         return EXIT_GIT_FAILED
+    except SyncInterrupted as exc:
+        print(f"memory-mcp: {exc}", file=sys.stderr)
+        return EXIT_INTERRUPTED
+    except KeyboardInterrupt:  # a Ctrl-C outside a step that must finish: one line, no traceback
+        print("memory-mcp: interrupted (Ctrl-C)", file=sys.stderr)
+        return EXIT_INTERRUPTED
     except MemoryMcpError as exc:
         print(f"memory-mcp: {exc}", file=sys.stderr)
         return EXIT_USAGE

@@ -8,7 +8,7 @@ from dataclasses import asdict
 from ..domain.models import GitSetupAnswer, SyncAnswer, SyncChanges
 from ..store import arrivals
 from ..store import sync as git_sync
-from ..store.session import index_report
+from ..store.session import exclusive, index_report
 from .state import ServiceState
 
 
@@ -21,9 +21,10 @@ def sync(
     """Commit this store's canon, merge the remote's, push; then reconcile the index with what arrived."""
     s = svc.scopes.session(scope)
     before = arrivals.head(s.store.root)
-    result = git_sync.sync(s.store.root, options or git_sync.SyncOptions(), progress)
+    result = git_sync.sync(s.store.root, options or git_sync.SyncOptions(), progress, hold=lambda: exclusive(s))
     started = time.perf_counter()
-    came = arrivals.receive(s.store, before)  # a teammate's new memory names its author before it is indexed
+    with exclusive(s):  # a teammate's new memory names its author before it is indexed
+        came = arrivals.receive(s.store, before)
     with s.transaction() as report:
         index = index_report(s, report)
     reindex_seconds = round(time.perf_counter() - started, 4)
@@ -32,8 +33,10 @@ def sync(
         # again): send that too, so one sync leaves nothing behind
         before = arrivals.head(s.store.root)
         again = git_sync.sync(s.store.root, git_sync.SyncOptions(options.remote, result.branch, options.push)
-                              if options else git_sync.SyncOptions(branch=result.branch), progress)  # fmt: skip
-        came = arrivals.receive(s.store, before, also=came)
+                              if options else git_sync.SyncOptions(branch=result.branch), progress,
+                              hold=lambda: exclusive(s))  # fmt: skip
+        with exclusive(s):
+            came = arrivals.receive(s.store, before, also=came)
         with s.transaction() as report:
             index = index_report(s, report)
         _fold(result, again)
