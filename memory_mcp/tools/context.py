@@ -24,6 +24,7 @@ from ..domain.text import clip
 from ..index import conflict_pairs as conflict_table
 from ..index import db as ix
 from ..index import reads
+from ..store import arrivals
 from .limits import DEFAULT_BUDGET
 
 if TYPE_CHECKING:
@@ -62,6 +63,8 @@ class ScopeContext:
     conflicts: list[ConflictSummary]
     conflicts_total: int
     reviews: list[ReviewDue] = field(default_factory=list)
+    teammates: dict[str, list[str]] = field(default_factory=dict)  # the last sync's new memories by author: titles
+    me: str | None = None  # who this machine commits as (the last sync's)
 
 
 def current_handoff(conn: sqlite3.Connection) -> ix.IndexedMemory | None:
@@ -93,7 +96,7 @@ def _age_days(stamp: str, now: datetime) -> float:
 
 
 def important_memories(
-    conn: sqlite3.Connection, scope: str, budget: int, now: datetime | None = None
+    conn: sqlite3.Connection, scope: str, budget: int, now: datetime | None = None, me: str | None = None
 ) -> tuple[list[Important], int]:
     """The active memories but the handoff and those past their `valid_until`, most important first: as many as
     `budget` bytes could show, and how many there are. Read from the index in an order that puts them first, not
@@ -110,7 +113,7 @@ def important_memories(
         rowid, mem_id, kind, trust, origin, updated, recalls = row
         freshness = 1.0 / (1.0 + _age_days(updated, now) / FRESH_DAYS)
         hot = min(1.0, math.log1p(recalls) / math.log1p(HOT_RECALLS))
-        tier = _tier(kind, trust, origin)
+        tier = _tier(kind, trust, origin, me)
         ranked[mem_id] = (tier, freshness + hot, rowid)
         return tier
 
@@ -130,13 +133,13 @@ def important_memories(
     return out, reads.listed_count(conn, today)
 
 
-def _tier(kind: str, trust: str, origin: str | None) -> int:
+def _tier(kind: str, trust: str, origin: str | None, me: str | None = None) -> int:
     """0: what a person confirmed; 1: a preference or decision this user stated (not one a sync brought from a
     teammate: theirs is seen before it is trusted); 2: anything else this user stated (issue 45: "my name is
     Sam" is what the user stated, not merely worth knowing); 3: everything else."""
     if trust == "confirmed":
         return 0
-    if trust == "user-stated" and not provenance.from_teammate(origin):
+    if trust == "user-stated" and not provenance.from_teammate(origin, me):
         return 1 if kind in FIRST_TIER else 2
     return 3
 
@@ -154,10 +157,10 @@ CLASSES = (
 SECTIONS = ("## What the user confirmed", "## What the user stated", "## What the user stated", "## Also worth knowing")
 
 
-def _memory_line(item: Important, show_scope: bool) -> str:
+def _memory_line(item: Important, show_scope: bool, me: str | None = None) -> str:
     """One memory: its type, who says so (`provenance.label`: the origin, unless a person confirmed it) and scope."""
     m = item.memory
-    said = [] if item.tier == 0 else [provenance.label(m.trust, m.origin)]
+    said = [] if item.tier == 0 else [provenance.label(m.trust, m.origin, me=me)]
     tags = [m.type, *said] + ([item.scope] if show_scope else [])
     return f"- **{m.title}** ({', '.join(tags)}): {clip(m.excerpt, EXCERPT_CHARS)} `{m.path}`"
 
@@ -183,6 +186,14 @@ def build_context(parts: list[ScopeContext], budget: int = DEFAULT_BUDGET) -> Co
         head += ["No handoff yet: remember one (type=handoff) before this session ends.", ""]
 
     tail: list[str] = []
+    teammates = [(author, titles) for p in parts for author, titles in p.teammates.items()]
+    if teammates:
+        tail += ["", f"## New from teammates ({sum(len(t) for _, t in teammates)}, at the last sync)"]
+        for author, titles in teammates:
+            named = "; ".join(clip(t, TITLE_CHARS) for t in titles[:MAX_LISTED])
+            more = f" and {len(titles) - MAX_LISTED} more" if len(titles) > MAX_LISTED else ""
+            tail.append(f"- {len(titles)} from {author}: {named}{more}")
+        tail.append("What a teammate recorded, not what this user stated: check before relying on it.")
     conflicts = [c for p in parts for c in p.conflicts]
     total_conflicts = sum(p.conflicts_total for p in parts)
     if total_conflicts:
@@ -199,6 +210,7 @@ def build_context(parts: list[ScopeContext], budget: int = DEFAULT_BUDGET) -> Co
             f"- {clip(r.title, TITLE_CHARS)} (review after {r.review_after}) `{r.path}`" for r in reviews[:MAX_LISTED]
         ]
 
+    mine = {p.scope: p.me for p in parts}
     ranked = sorted((i for p in parts for i in p.memories), key=lambda i: (i.tier, -i.weight, i.memory.id))
     total = sum(p.memories_total for p in parts)
     # room for the memories: the budget minus the head, the tail and the closing line
@@ -212,7 +224,7 @@ def build_context(parts: list[ScopeContext], budget: int = DEFAULT_BUDGET) -> Co
         lines = []
         if title != section:
             lines = ([""] if body else []) + [title]
-        lines.append(_memory_line(item, show_scope))
+        lines.append(_memory_line(item, show_scope, mine.get(item.scope)))
         if _size(body + lines) > room:
             break
         body += lines
@@ -253,7 +265,9 @@ def context(
     with svc.scopes.open(scope, store) as opened:
         for o in opened:
             conn = o.session.conn
-            memories, total = important_memories(conn, o.scope, budget)
+            came = arrivals.load(o.session.store)
+            me = came.me if came is not None else None
+            memories, total = important_memories(conn, o.scope, budget, me=me)
             parts.append(
                 ScopeContext(
                     scope=o.scope,
@@ -263,6 +277,18 @@ def context(
                     conflicts=conflict_table.open_summaries(o.session.conn, o.scope, 10),
                     conflicts_total=conflict_table.open_count(o.session.conn),
                     reviews=reviews_due(conn),
+                    teammates=_teammates(conn, came),
+                    me=me,
                 )
             )
     return build_context(parts, budget)
+
+
+def _teammates(conn: sqlite3.Connection, came: arrivals.Arrivals | None) -> dict[str, list[str]]:
+    """The titles of the last sync's new memories from other authors that are still active, by author."""
+    out: dict[str, list[str]] = {}
+    for author, ids in (came.by_author() if came is not None else {}).items():
+        titles = [m.title for i in ids if (m := ix.get_memory(conn, mem_id=i)) is not None and m.state == "active"]
+        if titles:
+            out[author] = titles
+    return out
