@@ -145,7 +145,7 @@ def _cli_sync_beside_writes(run: Run, svc: MemoryService, root: Path, tmp: Path)
     """The real CLI's sync in a subprocess while this replica's service keeps remembering (as a server would),
     stopped at a random moment by SIGINT or SIGKILL, or left to finish."""
     rng = run.rng
-    how = rng.choice(["finish", "sigint", "kill"])
+    how = rng.choice(["finish", "sigint", "sigterm", "kill"])
     delay = rng.uniform(0.05, 1.5)
     home = tmp / f"home-{root.name}"
     home.mkdir(exist_ok=True)
@@ -160,7 +160,7 @@ def _cli_sync_beside_writes(run: Run, svc: MemoryService, root: Path, tmp: Path)
 
     def kill_later() -> None:
         if not stop.wait(delay) and how != "finish" and proc.poll() is None:
-            os.kill(proc.pid, signal.SIGINT if how == "sigint" else signal.SIGKILL)
+            os.kill(proc.pid, {"sigint": signal.SIGINT, "sigterm": signal.SIGTERM}.get(how, signal.SIGKILL))
             run.interrupted += 1
 
     killer = threading.Thread(target=kill_later)
@@ -173,7 +173,7 @@ def _cli_sync_beside_writes(run: Run, svc: MemoryService, root: Path, tmp: Path)
     killer.join()
     _, err = proc.communicate()
     assert "Traceback" not in err, f"sync printed a traceback:\n{err}"
-    assert proc.returncode in (0, 130, -signal.SIGKILL), f"sync exit {proc.returncode}: {err}"
+    assert proc.returncode in (0, 130, -signal.SIGKILL, -signal.SIGTERM), f"sync exit {proc.returncode}: {err}"
 
 
 def _fix_by_hand(run: Run) -> None:
@@ -300,14 +300,18 @@ def _check(run: Run, services: list[MemoryService], roots: list[Path]) -> None:
     for name in run.copies:  # every clash left its copy, unless a later purge removed that copy
         suffix = name.removesuffix(".md").rpartition("-")[2].upper()
         assert name in names or any(p.endswith(suffix) for p in run.purged), f"clash copy {name} is gone"
-    def shared(q: str, svc: MemoryService) -> list[str] | set[str]:
-        if not run.private:
-            return [r.id for r in svc.recall(q, limit=10).results]
-        # a private memory is found on its own replica only, and it weighs in that replica's word statistics:
-        # the same shared memories are found, in an order that may differ
-        return {r.id for r in svc.recall(q, limit=20).results if r.id not in run.private}
-
-    probes = [[shared(q, svc) for q in PROBES] for svc in services]
+    # a private memory is found on its own replica only, and it weighs in that replica's word statistics: the
+    # probes compare what the shared canon answers, each replica's private files set aside meanwhile
+    aside = [
+        (p, p.read_bytes()) for r in roots for p in (r / "memories").rglob("*.md") if is_local_only(p.read_bytes())
+    ]
+    for path, _ in aside:
+        path.unlink()
+    try:
+        probes = [[[r.id for r in svc.recall(q, limit=10).results] for q in PROBES] for svc in services]
+    finally:
+        for path, data in aside:
+            path.write_bytes(data)
     assert all(p == probes[0] for p in probes), "the probe recalls differ between replicas"
 
 
