@@ -17,6 +17,8 @@ from typing import TYPE_CHECKING
 
 from pydantic import BaseModel
 
+import memory_mcp
+
 from ..config import ConfigError, Settings, describe, load_settings
 from ..domain import provenance
 from ..domain.errors import InputError, MemoryMcpError
@@ -41,7 +43,7 @@ from ..store.git import GitFailedError, SyncInterrupted
 from ..store.sync import SyncOptions
 from ..tools.service import MemoryService
 from ..tools.workers import MAX_DEFAULT_WORKERS, default_workers
-from .answer_text import result_marks
+from .answer_text import result_marks, weak_results_note
 
 if TYPE_CHECKING:
     from tqdm import tqdm
@@ -198,6 +200,7 @@ def build_parser() -> argparse.ArgumentParser:
         epilog="Global options (--store, --project-root, --config, --set) go before or after the command; "
         "given in both places, the one after the command wins (--set values add up).",
     )
+    p.add_argument("-V", "--version", action="version", version=f"memory-mcp {memory_mcp.__version__}")
     _global_options(p, after=False)
     sub = p.add_subparsers(dest="command", parser_class=_Parser, metavar="COMMAND")
 
@@ -773,6 +776,8 @@ def _recall_text(a: RecallAnswer) -> str:
     if a.budget_bytes is not None:
         lines.append(f"-- budget: {a.used_bytes} of {a.budget_bytes} bytes used; {a.left_out} more did not fit")
     lines += [f"-- collapsed {c.dropped_id} into {c.kept_id} ({c.reason})" for c in a.collapsed]
+    if (weak := weak_results_note(a.results)) is not None:
+        lines.append(f"-- {weak}")
     lines.append(f"-- mode: {a.mode}" + (f" ({a.semantic_note})" if a.semantic_note else ""))
     lines.extend(_index_lines(a.index))
     return "\n".join(lines)

@@ -3,7 +3,8 @@
 Order: the current handoff (where the last session left off), then the most important active memories,
 then unresolved conflicts and reviews due. Importance: what a person confirmed comes first, then what the user
 stated as a preference or decision (through this user's own surfaces: a teammate's, brought by sync, is not
-theirs); within a tier, recently updated and often recalled memories first. Every memory but a confirmed one is
+theirs), then anything else the user stated (a fact such as their name); within a tier, recently updated and
+often recalled memories first. Every memory but a confirmed one is
 labelled with who says so and where it came from ("stated by the user, as recorded by claude-code 2.1"). Conflicts and reviews
 are capped and their room is reserved before the memories fill the rest, so they always show.
 """
@@ -44,7 +45,8 @@ class Important:
 
     memory: ix.IndexedMemory
     scope: str
-    tier: int  # 0: confirmed by a person; 1: a preference or decision this user stated; 2: everything else
+    tier: int  # 0: confirmed by a person; 1: a preference or decision this user stated; 2: anything else they
+    # stated; 3: everything else
     weight: float  # freshness + heat, each 0..1
 
 
@@ -111,15 +113,16 @@ def important_memories(conn: sqlite3.Connection, scope: str, now: datetime | Non
 
 def _tier(m: ix.IndexedMemory) -> int:
     """0: what a person confirmed; 1: a preference or decision this user stated (not one a sync brought from a
-    teammate: theirs is seen before it is trusted); 2: everything else."""
+    teammate: theirs is seen before it is trusted); 2: anything else this user stated (issue 45: "my name is
+    Sam" is what the user stated, not merely worth knowing); 3: everything else."""
     if m.trust == "confirmed":
         return 0
-    if m.type in FIRST_TIER and m.trust == "user-stated" and not provenance.from_teammate(m.origin):
-        return 1
-    return 2
+    if m.trust == "user-stated" and not provenance.from_teammate(m.origin):
+        return 1 if m.type in FIRST_TIER else 2
+    return 3
 
 
-SECTIONS = ("## What the user confirmed", "## What the user stated", "## Also worth knowing")
+SECTIONS = ("## What the user confirmed", "## What the user stated", "## What the user stated", "## Also worth knowing")
 
 
 def _memory_line(item: Important, show_scope: bool) -> str:
