@@ -173,7 +173,12 @@ def _cli_sync_beside_writes(run: Run, svc: MemoryService, root: Path, tmp: Path)
     killer.join()
     _, err = proc.communicate()
     assert "Traceback" not in err, f"sync printed a traceback:\n{err}"
-    assert proc.returncode in (0, 130, -signal.SIGKILL, -signal.SIGTERM), f"sync exit {proc.returncode}: {err}"
+    if proc.returncode == 1 and "holds back" in err and (run.typos or run.secrets):
+        return  # a file kept here (a typo, a secret) that the other side changed: fixed before the final syncs
+    # 130, or killed by the signal itself (a shell shows both as 130 / 143)
+    assert proc.returncode in (0, 130, -signal.SIGINT, -signal.SIGKILL, -signal.SIGTERM), (
+        f"exit {proc.returncode}: {err}"
+    )
 
 
 def _fix_by_hand(run: Run) -> None:
@@ -191,7 +196,7 @@ def _drop_secrets(run: Run, roots: list[Path]) -> None:
         for path in (root / "memories").rglob("*.md"):
             text = path.read_text(encoding="utf-8")
             if any(secret in text for secret in run.secrets):
-                path.write_text(re.sub(r"\n\nThe token is ghp_\w+\n", "\n", text), encoding="utf-8")
+                path.write_text(re.sub(r"\n*The token is ghp_\w+", "", text), encoding="utf-8")
 
 
 def _head(root: Path) -> str:
@@ -273,7 +278,8 @@ def _check(run: Run, services: list[MemoryService], roots: list[Path]) -> None:
     heads = {_head(r) for r in roots}
     assert len(heads) == 1, "replicas did not reach one commit"
     canons = [_canon_bytes(r) for r in roots]
-    assert all(c == canons[0] for c in canons), "canons differ between replicas"
+    differ = sorted({k for c in canons for k in c if any(c.get(k) != o.get(k) for o in canons)})
+    assert not differ, f"canons differ between replicas: {differ[:5]}"
     for rel, data in canons[0].items():
         text = data.decode("utf-8")
         assert not any(m in text for m in MARKERS), f"conflict marker in {rel}"
