@@ -577,6 +577,10 @@ class SyncAnswer(BaseModel):
     reindex_seconds: float
     seconds: float
     index: IndexReport | None = None
+    from_teammates: dict[str, list[str]] = Field(
+        default_factory=dict,
+        description="New memories another git author added, by author (ids): the next context names them.",
+    )
 
 
 class GitSetupAnswer(BaseModel):
