@@ -49,7 +49,7 @@ def remember(
     values_set = check_values(values)
     supersedes = list(dict.fromkeys(supersedes or []))
     if not private:  # a private memory (`sync: local`) never leaves this machine: it may hold anything
-        refuse_secrets({"title": title, "body": body, "source": source, **values_set})
+        refuse_secrets({"title": title, "body": body, "source": source, "entities": entities, **values_set})
     if (supersedes or values_set.get("follows")) and svc.missing_stores(scope, store, home=True):
         # before the new store is laid out: a link to a memory of a store that does not exist yet is an error
         name, first = ("supersedes", supersedes[0]) if supersedes else ("follows", values_set["follows"])
