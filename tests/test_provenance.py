@@ -6,6 +6,7 @@ protocol eras), the CLI as a subprocess, and a sync between two clones of a real
 
 from __future__ import annotations
 
+import json
 import subprocess
 import sys
 from pathlib import Path
@@ -14,7 +15,8 @@ import mcp
 import pytest
 from mcp.types import Implementation
 
-from .helpers import Tools, frontmatter, hand_memory, server_env, settle, write_file
+from .helpers import Tools, frontmatter, hand_memory, http_server, server_env, settle, write_file
+from .sync_support import Machine, machines
 
 AGENT = Implementation(name="test-agent", version="9.1")
 
@@ -137,3 +139,74 @@ def test_the_browser_view_shows_origins_and_a_person_confirms_there(tmp_path: Pa
     finally:
         service.close()
     assert frontmatter(path)["trust"] == "confirmed" and frontmatter(path)["origin"] == "cli"
+
+
+def _identity(m: Machine, name: str) -> None:
+    (m.home / "gitconfig").write_text(f"[user]\n\tname = {name}\n\temail = {name.lower()}@example.com\n")
+
+
+def test_a_teammates_new_memories_are_named_before_they_are_trusted(tmp_path: Path) -> None:
+    remote, (ana, ben) = machines(tmp_path, 2)
+    _identity(ana, "Ana")
+    _identity(ben, "Ben")
+    ana.cli("remember", "Deploys only on Tuesdays", "Tuesday to Thursday, never Friday.", "--type", "preference")
+    ana.sync("--init", str(remote), "--branch", "main")
+    ben.cli("remember", "Ben prefers dark mode", "In every editor.", "--type", "preference")
+    got = ben.sync("--init", str(remote), "--branch", "main")
+    assert got["from_teammates"] == {"Ana <ana@example.com>": [_id_of(ben, "Deploys only on Tuesdays")]}
+
+    # the canon names the author of the change, then what the sender's file said
+    meta = frontmatter(_path_of(ben, "Deploys only on Tuesdays"))
+    assert meta["origin"] == "sync from Ana <ana@example.com>; cli"
+    context = ben.cli("context").stdout
+    teammates = context[context.index("## New from teammates (1, at the last sync)") :]
+    assert "- 1 from Ana <ana@example.com>: Deploys only on Tuesdays\n" in teammates
+    stated = context[context.index("## What the user stated") : context.index("## Also worth knowing")]
+    assert "Ben prefers dark mode" in stated and "Deploys only on Tuesdays" not in stated
+    assert "(preference, from Ana <ana@example.com>, stated by them, through the CLI)" in context
+    read = json.loads(ben.cli("read", _id_of(ben, "Deploys only on Tuesdays"), "--json").stdout)
+    assert read["origin"] == "sync from Ana <ana@example.com>; cli"
+
+    # back on Ana's machine her memory is still hers, and nothing of her own is new from a teammate
+    ana.sync()
+    context = ana.cli("context").stdout
+    stated = context[context.index("## What the user stated") :]
+    assert "Deploys only on Tuesdays" in stated.split("\n## ")[0]
+    assert "- 1 from Ben <ben@example.com>: Ben prefers dark mode" in context
+    assert "from Ana" not in context
+
+
+def _path_of(m: Machine, title: str) -> Path:
+    (path,) = [p for p in m.memories.glob("*.md") if f"# {title}\n" in p.read_text(encoding="utf-8")]
+    return path
+
+
+def _id_of(m: Machine, title: str) -> str:
+    return str(frontmatter(_path_of(m, title))["id"])
+
+
+@pytest.mark.anyio
+@pytest.mark.parametrize("mode", ["auto", "legacy"])
+async def test_over_http_the_origin_names_the_authenticated_principal(tmp_path: Path, mode: str) -> None:
+    from mcp.client.streamable_http import streamable_http_client
+    from mcp.shared._httpx_utils import create_mcp_http_client
+
+    store = tmp_path / "store"
+    with http_server(store) as server:
+        headers = {"Authorization": f"Bearer {server.token}"}
+        async with create_mcp_http_client(headers=headers) as http:
+            transport = streamable_http_client(server.url, http_client=http)
+            async with mcp.Client(transport, mode=mode, client_info=AGENT) as client:
+                made = await Tools(client).remember("Remote agent note", "Written over HTTP.")
+    assert frontmatter(store / made["path"])["origin"] == "mcp test-agent 9.1 (static token)"
+
+
+def test_an_import_records_the_importer_and_its_file(tmp_path: Path) -> None:
+    store = tmp_path / "store"
+    notes = tmp_path / "notes"
+    write_file(notes / "deploys.md", "# Deploys\n\nDeploys happen on Tuesdays.\n")
+    done = cli(store, "import", "markdown", str(notes))
+    assert done.returncode == 0, done.stderr
+    (path,) = (store / "memories").glob("*.md")
+    meta = frontmatter(path)
+    assert meta["trust"] == "imported" and meta["origin"] == "import markdown notes"

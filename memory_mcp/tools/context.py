@@ -3,7 +3,8 @@
 Order: the current handoff (where the last session left off), then the most important active memories,
 then unresolved conflicts and reviews due. Importance: what a person confirmed comes first, then what the user
 stated as a preference or decision (through this user's own surfaces: a teammate's, brought by sync, is not
-theirs); within a tier, recently updated and often recalled memories first. Every memory but a confirmed one is
+theirs), then anything else the user stated (a fact such as their name); within a tier, recently updated and
+often recalled memories first. Every memory but a confirmed one is
 labelled with who says so and where it came from ("stated by the user, as recorded by claude-code 2.1"). Conflicts and reviews
 are capped and their room is reserved before the memories fill the rest, so they always show.
 """
@@ -23,6 +24,7 @@ from ..domain.text import clip
 from ..index import conflict_pairs as conflict_table
 from ..index import db as ix
 from ..index import reads
+from ..store import arrivals
 from .limits import DEFAULT_BUDGET
 
 if TYPE_CHECKING:
@@ -35,6 +37,7 @@ MAX_LISTED = 5  # conflicts and reviews shown (the total is always said)
 FRESH_DAYS = 30.0  # a memory updated this many days ago counts half as fresh
 HOT_RECALLS = 10  # recalls at which heat counts as much as being brand new
 FIRST_TIER = {"preference", "decision"}
+MIN_LINE_BYTES = 17  # the shortest memory line and its newline: "- **" title "** (" type "): " excerpt " `" path "`"
 NO_STORE = "No memories yet: remember durable facts, preferences and decisions as they come up."
 
 
@@ -44,7 +47,8 @@ class Important:
 
     memory: ix.IndexedMemory
     scope: str
-    tier: int  # 0: confirmed by a person; 1: a preference or decision this user stated; 2: everything else
+    tier: int  # 0: confirmed by a person; 1: a preference or decision this user stated; 2: anything else they
+    # stated; 3: everything else
     weight: float  # freshness + heat, each 0..1
 
 
@@ -54,10 +58,13 @@ class ScopeContext:
 
     scope: str
     handoff: ix.IndexedMemory | None
-    memories: list[Important]
+    memories: list[Important]  # the first of them, as many as the budget could show
+    memories_total: int
     conflicts: list[ConflictSummary]
     conflicts_total: int
     reviews: list[ReviewDue] = field(default_factory=list)
+    teammates: dict[str, list[str]] = field(default_factory=dict)  # the last sync's new memories by author: titles
+    me: str | None = None  # who this machine commits as (the last sync's)
 
 
 def current_handoff(conn: sqlite3.Connection) -> ix.IndexedMemory | None:
@@ -88,44 +95,72 @@ def _age_days(stamp: str, now: datetime) -> float:
     return max(0.0, (now - when).total_seconds() / 86400)
 
 
-def important_memories(conn: sqlite3.Connection, scope: str, now: datetime | None = None) -> list[Important]:
-    """Every active memory but the handoff and those past their `valid_until`, most important first."""
+def important_memories(
+    conn: sqlite3.Connection, scope: str, budget: int, now: datetime | None = None, me: str | None = None
+) -> tuple[list[Important], int]:
+    """The active memories but the handoff and those past their `valid_until`, most important first: as many as
+    `budget` bytes could show, and how many there are. Read from the index in an order that puts them first, not
+    every memory: within a tier, the rank is freshness (falls with age) plus heat (recalled ones only), so of the
+    memories never recalled and dated as the canon writes it, each class of tiers (`CLASSES`) is read freshest
+    first until its best tier has as many as the budget could show: any later one has that many before it."""
     now = now or datetime.now(UTC)
     today = now.astimezone().date().isoformat()
-    mems = [
-        m
-        for m in ix.all_memories(conn)
-        if m.state == "active" and m.type != "handoff" and (m.valid_until is None or m.valid_until >= today)
-    ]
-    heat = ix.heat_of(conn, [m.id for m in mems])
-    out = []
-    for m in mems:
-        freshness = 1.0 / (1.0 + _age_days(m.updated, now) / FRESH_DAYS)
-        recalls = heat.get(m.id, (0, ""))[0]
+    most = budget // MIN_LINE_BYTES + 1  # lines the budget could hold, whatever tier they come from
+    stamp = now.replace(microsecond=0).isoformat().replace("+00:00", "Z")
+    ranked: dict[str, tuple[int, float, int]] = {}
+
+    def rank(row: reads.Candidate) -> int:
+        rowid, mem_id, kind, trust, origin, updated, recalls = row
+        freshness = 1.0 / (1.0 + _age_days(updated, now) / FRESH_DAYS)
         hot = min(1.0, math.log1p(recalls) / math.log1p(HOT_RECALLS))
-        tier = _tier(m)
-        out.append(Important(m, scope, tier, freshness + hot))
-    out.sort(key=lambda i: (i.tier, -i.weight, i.memory.id))
-    return out
+        tier = _tier(kind, trust, origin, me)
+        ranked[mem_id] = (tier, freshness + hot, rowid)
+        return tier
+
+    for row in reads.listed_unordered(conn, today):
+        rank(row)
+    for best, trusts, types, other_trusts, other_types in CLASSES:
+        for run in reads.listed_freshest(conn, today, stamp, trusts, types, other_trusts, other_types):
+            taken = 0
+            for row in run:
+                taken += rank(row) == best
+                if taken >= most:
+                    break
+            run.close()
+    first = sorted(ranked.items(), key=lambda kv: (kv[1][0], -kv[1][1], kv[0]))[:most]
+    memories = ix.memories_by_rowid(conn, [rowid for _, (_, _, rowid) in first])
+    out = [Important(memories[rowid], scope, tier, weight) for _, (tier, weight, rowid) in first]
+    return out, reads.listed_count(conn, today)
 
 
-def _tier(m: ix.IndexedMemory) -> int:
+def _tier(kind: str, trust: str, origin: str | None, me: str | None = None) -> int:
     """0: what a person confirmed; 1: a preference or decision this user stated (not one a sync brought from a
-    teammate: theirs is seen before it is trusted); 2: everything else."""
-    if m.trust == "confirmed":
+    teammate: theirs is seen before it is trusted); 2: anything else this user stated (issue 45: "my name is
+    Sam" is what the user stated, not merely worth knowing); 3: everything else."""
+    if trust == "confirmed":
         return 0
-    if m.type in FIRST_TIER and m.trust == "user-stated" and not provenance.from_teammate(m.origin):
-        return 1
-    return 2
+    if trust == "user-stated" and not provenance.from_teammate(origin, me):
+        return 1 if kind in FIRST_TIER else 2
+    return 3
 
 
-SECTIONS = ("## What the user confirmed", "## What the user stated", "## Also worth knowing")
+# the classes `important_memories` reads apart, each by the tier it counts (the best its memories can have; a
+# teammate's, brought by sync, are tier 3 in any class): (tier, trusts, types, other trusts, other types)
+CLASSES = (
+    (0, ("confirmed",), (), False, False),
+    (1, ("user-stated",), tuple(sorted(FIRST_TIER)), False, False),
+    (2, ("user-stated",), tuple(sorted(FIRST_TIER)), False, True),
+    (3, ("confirmed", "user-stated"), (), True, False),
+)
 
 
-def _memory_line(item: Important, show_scope: bool) -> str:
+SECTIONS = ("## What the user confirmed", "## What the user stated", "## What the user stated", "## Also worth knowing")
+
+
+def _memory_line(item: Important, show_scope: bool, me: str | None = None) -> str:
     """One memory: its type, who says so (`provenance.label`: the origin, unless a person confirmed it) and scope."""
     m = item.memory
-    said = [] if item.tier == 0 else [provenance.label(m.trust, m.origin)]
+    said = [] if item.tier == 0 else [provenance.label(m.trust, m.origin, me=me)]
     tags = [m.type, *said] + ([item.scope] if show_scope else [])
     return f"- **{m.title}** ({', '.join(tags)}): {clip(m.excerpt, EXCERPT_CHARS)} `{m.path}`"
 
@@ -151,6 +186,14 @@ def build_context(parts: list[ScopeContext], budget: int = DEFAULT_BUDGET) -> Co
         head += ["No handoff yet: remember one (type=handoff) before this session ends.", ""]
 
     tail: list[str] = []
+    teammates = [(author, titles) for p in parts for author, titles in p.teammates.items()]
+    if teammates:
+        tail += ["", f"## New from teammates ({sum(len(t) for _, t in teammates)}, at the last sync)"]
+        for author, titles in teammates:
+            named = "; ".join(clip(t, TITLE_CHARS) for t in titles[:MAX_LISTED])
+            more = f" and {len(titles) - MAX_LISTED} more" if len(titles) > MAX_LISTED else ""
+            tail.append(f"- {len(titles)} from {author}: {named}{more}")
+        tail.append("What a teammate recorded, not what this user stated: check before relying on it.")
     conflicts = [c for p in parts for c in p.conflicts]
     total_conflicts = sum(p.conflicts_total for p in parts)
     if total_conflicts:
@@ -167,9 +210,11 @@ def build_context(parts: list[ScopeContext], budget: int = DEFAULT_BUDGET) -> Co
             f"- {clip(r.title, TITLE_CHARS)} (review after {r.review_after}) `{r.path}`" for r in reviews[:MAX_LISTED]
         ]
 
+    mine = {p.scope: p.me for p in parts}
     ranked = sorted((i for p in parts for i in p.memories), key=lambda i: (i.tier, -i.weight, i.memory.id))
+    total = sum(p.memories_total for p in parts)
     # room for the memories: the budget minus the head, the tail and the closing line
-    closing = f"_{len(ranked)} more active memories: memory_recall finds them._"
+    closing = f"_{total} more active memories: memory_recall finds them._"
     room = budget - _size(head) - _size(tail) - _size(["", closing])
     body: list[str] = []
     shown = 0
@@ -179,13 +224,13 @@ def build_context(parts: list[ScopeContext], budget: int = DEFAULT_BUDGET) -> Co
         lines = []
         if title != section:
             lines = ([""] if body else []) + [title]
-        lines.append(_memory_line(item, show_scope))
+        lines.append(_memory_line(item, show_scope, mine.get(item.scope)))
         if _size(body + lines) > room:
             break
         body += lines
         section = title
         shown += 1
-    left_out = len(ranked) - shown
+    left_out = total - shown
     text_lines = head + body + tail
     if left_out:
         text_lines += ["", f"_{left_out} more active memories: memory_recall finds them._"]
@@ -220,14 +265,30 @@ def context(
     with svc.scopes.open(scope, store) as opened:
         for o in opened:
             conn = o.session.conn
+            came = arrivals.load(o.session.store)
+            me = came.me if came is not None else None
+            memories, total = important_memories(conn, o.scope, budget, me=me)
             parts.append(
                 ScopeContext(
                     scope=o.scope,
                     handoff=current_handoff(conn),
-                    memories=important_memories(conn, o.scope),
+                    memories=memories,
+                    memories_total=total,
                     conflicts=conflict_table.open_summaries(o.session.conn, o.scope, 10),
                     conflicts_total=conflict_table.open_count(o.session.conn),
                     reviews=reviews_due(conn),
+                    teammates=_teammates(conn, came),
+                    me=me,
                 )
             )
     return build_context(parts, budget)
+
+
+def _teammates(conn: sqlite3.Connection, came: arrivals.Arrivals | None) -> dict[str, list[str]]:
+    """The titles of the last sync's new memories from other authors that are still active, by author."""
+    out: dict[str, list[str]] = {}
+    for author, ids in (came.by_author() if came is not None else {}).items():
+        titles = [m.title for i in ids if (m := ix.get_memory(conn, mem_id=i)) is not None and m.state == "active"]
+        if titles:
+            out[author] = titles
+    return out
