@@ -7,6 +7,7 @@ from dataclasses import asdict
 
 from ..domain.models import GitSetupAnswer, SyncAnswer, SyncChanges
 from ..store import sync as git_sync
+from ..store.reconcile import PassRules
 from ..store.session import index_report
 from .state import ServiceState
 
@@ -21,7 +22,8 @@ def sync(
     s = svc.scopes.session(scope)
     result = git_sync.sync(s.store.root, options or git_sync.SyncOptions(), progress)
     started = time.perf_counter()
-    with s.transaction() as report:
+    # what the merge wrote is no hand edit: an archived memory whose text a merge changed stays archived
+    with s.transaction(PassRules(merged=frozenset(result.arrived))) as report:
         index = index_report(s, report)
     reindex_seconds = round(time.perf_counter() - started, 4)
     if git_sync.pending_changes(s.store.root):
@@ -29,7 +31,7 @@ def sync(
         # again): send that too, so one sync leaves nothing behind
         again = git_sync.sync(s.store.root, git_sync.SyncOptions(options.remote, result.branch, options.push)
                               if options else git_sync.SyncOptions(branch=result.branch), progress)  # fmt: skip
-        with s.transaction() as report:
+        with s.transaction(PassRules(merged=frozenset(again.arrived))) as report:
             index = index_report(s, report)
         _fold(result, again)
     return SyncAnswer(
