@@ -12,8 +12,9 @@ from ..canon import files as canon
 from ..domain.errors import InputError, NotFoundError
 from ..domain.memory import OptionalValues
 from ..domain.models import RememberAnswer
+from ..domain.provenance import Origin
 from ..domain.secrets import refuse_secrets
-from ..domain.vocabulary import MemoryType, State, Trust
+from ..domain.vocabulary import MemoryType, State
 from ..index import db as ix
 from ..index import reads
 from ..search.conflicts import (
@@ -21,7 +22,7 @@ from ..search.conflicts import (
 )
 from ..store.paths import Store
 from ..store.session import index_report
-from .arguments import check_follows, check_values, enum_arg
+from .arguments import check_follows, check_values, enum_arg, trust_arg
 from .links import link_entry, link_supersede
 from .state import ServiceState
 
@@ -39,15 +40,17 @@ def remember(
     scope: str | None = None,
     private: bool = False,
     values: OptionalValues | None = None,
+    origin: Origin | None = None,
 ) -> RememberAnswer:
+    """`origin`: the surface making the memory (the edge says; None writes none: "origin unknown")."""
     title, body = svc.limits.title(title), svc.limits.body(body)
     mem_type = enum_arg(MemoryType, type, "type")
-    mem_trust = enum_arg(Trust, trust, "trust")
+    mem_trust = trust_arg(trust, origin)
     entities, source = svc.limits.entities(entities), svc.limits.source(source)
     values_set = check_values(values)
     supersedes = list(dict.fromkeys(supersedes or []))
     if not private:  # a private memory (`sync: local`) never leaves this machine: it may hold anything
-        refuse_secrets({"title": title, "body": body, "source": source, **values_set})
+        refuse_secrets({"title": title, "body": body, "source": source, "entities": entities, **values_set})
     if (supersedes or values_set.get("follows")) and svc.missing_stores(scope, store, home=True):
         # before the new store is laid out: a link to a memory of a store that does not exist yet is an error
         name, first = ("supersedes", supersedes[0]) if supersedes else ("follows", values_set["follows"])
@@ -109,6 +112,7 @@ def remember(
             "trust": mem_trust.value,
             "entities": entities,
             "source": source or None,
+            "origin": origin.text if origin is not None else None,
             "created": now,
             "updated": now,
             **values_set,
