@@ -127,24 +127,24 @@ def test_an_edit_on_one_machine_and_a_rename_merged_there_keep_the_edit(pair) ->
 
 
 def test_a_frontmatter_typo_on_one_machine_and_an_edit_on_the_other_never_share_an_id(pair) -> None:
+    """The machine whose file has the typo merges (the typo committed by hand: sync itself holds an unparseable
+    file back): the other side's edit becomes a memory of its own, never a second file under the same id."""
     a, b = pair
     replace_in(b.memories / NAME, "Owner: infra.", "Owner: platform team.")
     b.sync()
     replace_in(a.memories / NAME, "type: fact", "type: [fact")
-    a.sync()  # A merges: ours is not a memory
-    settle(a, b)
-    for m in (a, b):
-        assert_one_file_per_id(m)
-        # the edit is served (as a memory of its own, with an open conflict with the original)
-        edited = [i for name, i in ids_by_file(m).items() if b"platform team" in m.files()[name]]
-        assert len(edited) == 1 and edited[0] != ID and "platform team" in read_json(m, edited[0])["text"]
+    a.git("-c", "user.name=t", "-c", "user.email=t@x", "commit", "-qam", "by hand")
+    out = a.sync(code=2)  # merged here; the push is refused while an unparseable file is in the commits
+    assert "may not leave this machine" in out["stderr"]
+    assert_one_file_per_id(a)
+    edited = [i for name, i in ids_by_file(a).items() if b"platform team" in a.files()[name]]
+    assert len(edited) == 1 and edited[0] != ID and "platform team" in read_json(a, edited[0])["text"]
     # once the typo is fixed, both are memories and neither hides the other
     replace_in(a.memories / NAME, "type: [fact", "type: fact")
-    settle(a, b)
-    for m in (a, b):
-        assert_one_file_per_id(m)
-        assert m.status()["unparseable"] == []
-        assert read_json(m, ID)["path"] == f"memories/{NAME}"
+    assert_one_file_per_id(a)
+    assert a.status()["unparseable"] == []
+    assert read_json(a, ID)["path"] == f"memories/{NAME}"
+    assert read_json(a, edited[0])["path"] != f"memories/{NAME}"
 
 
 # ---------------------------------------------------------------- lifecycle decisions survive merges
