@@ -1,13 +1,14 @@
 """The README's CLI transcripts, produced by the CLI itself: the 30-second demo (two memories that disagree, then
-a question, in an empty store) and the Quickstart's recall on the example store.
+a question, in an empty store), the Quickstart's recall on the example store, and what a new user sees (Install:
+no store yet, a first memory, a first recall).
 
     python bench/readme_demo.py            # print both transcripts as the README shows them
     python bench/readme_demo.py --write    # put them into README.md (between the `<!-- readme_demo: NAME -->` marks)
     python bench/readme_demo.py --check    # exit 1, with a diff, when README.md says something else
 
 Each run uses a fresh temporary store and HOME (no user settings). What differs from run to run is masked when
-comparing: ids (ULIDs and the file-name suffix made from them), conflict pair hashes, the temporary path (shown
-as /tmp/memory-demo). The example store's scores move slowly with the calendar (freshness halves every 90
+comparing: ids (ULIDs and the file-name suffix made from them), conflict pair hashes, the temporary paths (shown
+as /tmp/memory-demo and /home/me). The example store's scores move slowly with the calendar (freshness halves every 90
 days), so the Quickstart's are compared to two decimals. Nothing else is masked: a changed line, score, reason or
 citation in the CLI's output is drift (tests/test_readme.py runs --check).
 """
@@ -27,6 +28,7 @@ from pathlib import Path
 REPO = Path(__file__).resolve().parent.parent
 README = REPO / "README.md"
 SHOWN_ROOT = "/tmp/memory-demo"
+SHOWN_HOME = "/home/me"
 
 DEMO = [
     [
@@ -52,7 +54,7 @@ def _quote(word: str) -> str:
     return f'"{word}"' if re.search(r"[\s?!*$]", word) else word
 
 
-def _run(args: list[str], env: dict[str, str]) -> str:
+def _run(args: list[str], env: dict[str, str], code: int = 0) -> str:
     done = subprocess.run(
         [sys.executable, "-m", "memory_mcp", *args],
         stdout=subprocess.PIPE,
@@ -62,7 +64,7 @@ def _run(args: list[str], env: dict[str, str]) -> str:
         cwd=REPO,
         timeout=120,
     )
-    if done.returncode != 0:
+    if done.returncode != code:
         raise SystemExit(f"readme_demo: memory-mcp {' '.join(args)} exited {done.returncode}:\n{done.stdout}")
     return done.stdout
 
@@ -104,7 +106,26 @@ def quickstart() -> str:
     return "\n".join([*first, "...", *tail]) + "\n"
 
 
-BLOCKS = {"demo": demo, "quickstart": quickstart}
+NEW_USER = [
+    (["status"], 2),
+    (["remember", "레디스 캐시 TTL은 기본 1시간", "Redis cache TTL is one hour by default."], 0),
+    (["recall", "redis ttl"], 0),
+]
+
+
+def new_user() -> str:
+    """A first session with no store: the default store under HOME (shown as /home/me)."""
+    with tempfile.TemporaryDirectory(prefix="readme-demo-") as tmp:
+        home = Path(tmp) / "me"
+        home.mkdir()
+        lines = []
+        for args, code in NEW_USER:
+            lines.append("$ memory-mcp " + " ".join(map(_quote, args)))
+            lines.append(_run(args, _env(home), code).replace(str(home), SHOWN_HOME).rstrip("\n"))
+    return "\n".join(lines) + "\n"
+
+
+BLOCKS = {"demo": demo, "quickstart": quickstart, "new_user": new_user}
 
 
 def _block(text: str, name: str) -> re.Match[str]:

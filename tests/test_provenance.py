@@ -15,7 +15,7 @@ import mcp
 import pytest
 from mcp.types import Implementation
 
-from .helpers import Tools, frontmatter, hand_memory, server_env, settle, write_file
+from .helpers import Tools, frontmatter, hand_memory, http_server, server_env, settle, write_file
 from .sync_support import Machine, machines
 
 AGENT = Implementation(name="test-agent", version="9.1")
@@ -183,3 +183,30 @@ def _path_of(m: Machine, title: str) -> Path:
 
 def _id_of(m: Machine, title: str) -> str:
     return str(frontmatter(_path_of(m, title))["id"])
+
+
+@pytest.mark.anyio
+@pytest.mark.parametrize("mode", ["auto", "legacy"])
+async def test_over_http_the_origin_names_the_authenticated_principal(tmp_path: Path, mode: str) -> None:
+    from mcp.client.streamable_http import streamable_http_client
+    from mcp.shared._httpx_utils import create_mcp_http_client
+
+    store = tmp_path / "store"
+    with http_server(store) as server:
+        headers = {"Authorization": f"Bearer {server.token}"}
+        async with create_mcp_http_client(headers=headers) as http:
+            transport = streamable_http_client(server.url, http_client=http)
+            async with mcp.Client(transport, mode=mode, client_info=AGENT) as client:
+                made = await Tools(client).remember("Remote agent note", "Written over HTTP.")
+    assert frontmatter(store / made["path"])["origin"] == "mcp test-agent 9.1 (static token)"
+
+
+def test_an_import_records_the_importer_and_its_file(tmp_path: Path) -> None:
+    store = tmp_path / "store"
+    notes = tmp_path / "notes"
+    write_file(notes / "deploys.md", "# Deploys\n\nDeploys happen on Tuesdays.\n")
+    done = cli(store, "import", "markdown", str(notes))
+    assert done.returncode == 0, done.stderr
+    (path,) = (store / "memories").glob("*.md")
+    meta = frontmatter(path)
+    assert meta["trust"] == "imported" and meta["origin"] == "import markdown notes"

@@ -129,7 +129,7 @@ async def test_ctrl_c_during_sync_keeps_every_acknowledged_memory_and_prints_one
                 os.kill(proc.pid, signal.SIGINT)
                 interrupted = True
         _, err = proc.communicate(timeout=120)
-        assert proc.returncode in (0, 130), err
+        assert proc.returncode in (0, 130, -signal.SIGINT), err  # a shell shows both as 130
         assert "Traceback" not in err and len(err.strip().splitlines()) <= 1, err
         for mem_id in acknowledged:
             assert b.file_of(mem_id).is_file()

@@ -6,6 +6,7 @@ scope is the account store or a named sibling of it, so no other project's memor
 
 from __future__ import annotations
 
+import functools
 import threading
 from collections.abc import Callable, Iterator, Sequence
 from contextlib import AbstractContextManager, ExitStack, contextmanager
@@ -120,8 +121,12 @@ class Scopes:
         """Every scope the call touches, each in its `StoreSession.transaction` (its store lock held);
         `write=False`: its reconcile writes no memory file (reindex --verify)."""
         if not write:
-            return self._entered(scope, store, lambda s: s.transaction(PassRules(write=False)))
+            return self._entered(scope, store, lambda s: s.transaction(rules=PassRules(write=False)))
         return self._entered(scope, store, StoreSession.transaction)
+
+    def rebuilding(self, scope: str | None = None, store: str | None = None) -> AbstractContextManager[list[Opened]]:
+        """`open` for a call that rebuilds each index first: no reconcile-first pass (`StoreSession.transaction`)."""
+        return self._entered(scope, store, functools.partial(StoreSession.transaction, catch_up=False))
 
     def reading(self, scope: str | None = None, store: str | None = None) -> AbstractContextManager[list[Opened]]:
         """`open` for a call that only reads the indexes (`StoreSession.reading`): no store lock while it reads."""

@@ -200,18 +200,7 @@ class StoreSession:
         self._db_inode, self._db_stamp = None, None
         self.index_in_memory = f"{why}: answering from an in-memory index rebuilt from the Markdown files"
         self._pending_rebuild_reason = self.index_in_memory
-        self._index_dir_probe = self._probe_index_dir()
-
-    def _probe_index_dir(self) -> tuple:
-        # what would make the file usable again: permissions or owner of .index/ or the file, a new file
-        out: list[object] = []
-        for p in (self.store.index_dir, self.store.db_path):
-            try:
-                st = p.stat()
-                out.append((st.st_mode, st.st_uid, st.st_ino))
-            except OSError:
-                out.append(None)
-        return tuple(out)
+        self._index_dir_probe = _probe_index_dir(self.store)
 
     def _open_file(self) -> None:
         path = self.store.db_path
@@ -252,7 +241,7 @@ class StoreSession:
 
     def _check_connection(self) -> None:
         if self._conn is not None and self.index_in_memory is not None:
-            probe = self._probe_index_dir()
+            probe = _probe_index_dir(self.store)
             if probe != self._index_dir_probe:
                 self._index_dir_probe = probe
                 self._retry_file()
@@ -321,9 +310,15 @@ class StoreSession:
     # ------------------------------------------------------------ the reconcile-first rule
 
     @contextmanager
-    def transaction(self, rules: PassRules = EVERY_CALL) -> Iterator[ReconcileReport]:  # rules: a sync's, a verify's
+    def transaction(self, catch_up: bool = True, rules: PassRules = EVERY_CALL) -> Iterator[ReconcileReport]:
+        """The store lock held, the reconcile-first pass done by `rules` (a sync's, a verify's; `catch_up=False`:
+        not, when `rebuild()` comes next)."""
         with exclusive(self):
-            report = self._catch_up(rules=rules)
+            if catch_up:
+                report = self._catch_up(rules=rules)
+            else:  # the rebuild would only do it again (on an index missing or empty, the whole store twice)
+                self._check_connection()
+                report = ReconcileReport(scan="none")
             damaged = False
             try:
                 yield report
@@ -500,6 +495,7 @@ class StoreSession:
         """Drop the index file and rebuild it from canon; recall counts and which file holds each id are carried
         over when readable. `progress(done, total)` hears how many files are indexed; `rules`: `PassRules`."""
         heat: dict[str, tuple[int, str]] = {}
+        self.recalls.write(self.conn)  # counted since the last call: carried over with the rest
         owners: dict[str, str] | None = None
         try:
             heat, owners = ix.all_heat(self.conn), ledger.id_holders(self.conn)
@@ -550,6 +546,18 @@ def index_report(s: StoreSession, report: ReconcileReport) -> IndexReport:
         unresolved_conflicts_total=conflict_table.open_count(s.conn),
         documents=s.last_documents if s.sources or s.last_documents.removed else None,
     )
+
+
+def _probe_index_dir(store: Store) -> tuple:
+    # what would make the file usable again: permissions or owner of .index/ or the file, a new file
+    out: list[object] = []
+    for p in (store.index_dir, store.db_path):
+        try:
+            st = p.stat()
+            out.append((st.st_mode, st.st_uid, st.st_ino))
+        except OSError:
+            out.append(None)
+    return tuple(out)
 
 
 def _transient(exc: BaseException) -> bool:

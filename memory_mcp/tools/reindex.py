@@ -49,7 +49,9 @@ def reindex(
     mismatches: list[Mismatch] = []
     auto_closed: list[AutoClosedConflict] = []
     not_saved: list[str] = []
-    with svc.scopes.open(scope, store, write=not verify) as opened:
+    # verify compares the files with the index as the reconcile-first pass leaves it (a pass that writes no memory
+    # file); without it, that pass would only index what the rebuild indexes again
+    with svc.scopes.open(scope, store, write=False) if verify else svc.scopes.rebuilding(scope, store) as opened:
         for o in opened:
             s = o.session
             mismatches += [m.model_copy(update={"scope": o.scope}) for m in (_verify(s) if verify else [])]

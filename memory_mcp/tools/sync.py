@@ -27,7 +27,7 @@ def sync(
     with exclusive(s):  # a teammate's new memory names its author before it is indexed
         came = arrivals.receive(s.store, before)
     # what the merge wrote is no hand edit: an archived memory whose text a merge changed stays archived
-    with s.transaction(PassRules(merged=frozenset(result.arrived))) as report:
+    with s.transaction(rules=PassRules(merged=frozenset(result.arrived))) as report:
         index = index_report(s, report)
     reindex_seconds = round(time.perf_counter() - started, 4)
     if git_sync.pending_changes(s.store.root):
@@ -39,7 +39,7 @@ def sync(
                               hold=lambda: exclusive(s))  # fmt: skip
         with exclusive(s):
             came = arrivals.receive(s.store, before, also=came)
-        with s.transaction(PassRules(merged=frozenset(again.arrived))) as report:
+        with s.transaction(rules=PassRules(merged=frozenset(again.arrived))) as report:
             index = index_report(s, report)
         _fold(result, again)
     return SyncAnswer(
