@@ -348,30 +348,25 @@ def test_replicas_converge_long(tmp_path: Path, seed: int) -> None:
     )
 
 
-@pytest.mark.parametrize("seed", [21])
-def test_replicas_converge_with_servers_interruptions_and_private_text(tmp_path: Path, seed: int) -> None:
+def _hostile(tmp_path: Path, seed: int, replicas: int, rounds: int, ops: int, label: str) -> None:
     started = time.perf_counter()
     try:
-        run = run_convergence(tmp_path, seed, replicas=3, rounds=4, ops_per_round=4, hostile=True)
+        run = run_convergence(tmp_path, seed, replicas=replicas, rounds=rounds, ops_per_round=ops, hostile=True)
     except AssertionError as exc:
         raise AssertionError(f"seed {seed}: {exc}") from exc
     print(
-        f"[convergence hostile] seed {seed}: 3 replicas, {run.ops} ops, {len(run.created)} created "
+        f"[{label}] seed {seed}: {replicas} replicas, {run.ops} ops, {len(run.created)} created "
         f"({run.during} during CLI syncs, {run.interrupted} syncs interrupted), {len(run.private)} private, "
         f"{len(run.secrets)} secrets, {time.perf_counter() - started:.1f} s"
     )
+
+
+@pytest.mark.parametrize("seed", [21])
+def test_replicas_converge_with_servers_interruptions_and_private_text(tmp_path: Path, seed: int) -> None:
+    _hostile(tmp_path, seed, replicas=3, rounds=4, ops=4, label="convergence hostile")
 
 
 @pytest.mark.long
 @pytest.mark.parametrize("seed", range(200, 212))
 def test_replicas_converge_hostile_long(tmp_path: Path, seed: int) -> None:
-    started = time.perf_counter()
-    try:
-        run = run_convergence(tmp_path, seed, replicas=4, rounds=6, ops_per_round=6, hostile=True)
-    except AssertionError as exc:
-        raise AssertionError(f"seed {seed}: {exc}") from exc
-    print(
-        f"[convergence hostile long] seed {seed}: 4 replicas, {run.ops} ops, {len(run.created)} created "
-        f"({run.during} during CLI syncs, {run.interrupted} syncs interrupted), {len(run.private)} private, "
-        f"{len(run.secrets)} secrets, {time.perf_counter() - started:.1f} s"
-    )
+    _hostile(tmp_path, seed, replicas=4, rounds=6, ops=6, label="convergence hostile long")
