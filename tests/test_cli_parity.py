@@ -62,12 +62,13 @@ async def test_resolve_conflict_from_the_cli(store: Path, capsys) -> None:
     async with memory_tools(store) as t:
         await t.remember("Alex works on Tuesdays", "Alex works on Tuesdays.", entities=["alex"], trust="user-stated")
         b = await t.remember("Alex works on Fridays", "Alex works on Fridays.", entities=["alex"], trust="user-stated")
-        (pair,) = b["conflicts"]
+        # issue 42: a lone neighbour is listed, not written; the CLI settles a listed pair by the other's id
+        (pair,) = b["listed"]
         done = ok(
-            store, capsys, "update", "resolve-conflict", b["id"], "--pair-hash", pair["pair_hash"],
+            store, capsys, "update", "resolve-conflict", b["id"], "--other-id", pair["id"],
             "--resolution", "keep-both", "--note", "both days",
         )  # fmt: skip
-        assert done["message"] == f"conflict {pair['pair_hash']} resolved: keep_both"
+        assert done["message"] == f"{b['id']} and {pair['id']}: not a conflict"
         (entry,) = frontmatter(store / b["path"])["conflicts"]
         assert entry["status"] == "resolved" and entry["resolution"] == "keep_both" and entry["note"] == "both days"
         assert (await t.status())["unresolved_conflicts_total"] == 0
