@@ -276,3 +276,23 @@ def run_cli(store: Path, capsys: pytest.CaptureFixture[str], *args: str) -> tupl
         code = exc.code
     out, err = capsys.readouterr()
     return code, out, err
+
+
+# the memories one keeps about Redis, then a change: the gate writes that pair (weighed ~0.96 among the others; issue
+# 42 writes only pairs weighed near certain, so a lone neighbour, listed, is never written)
+REDIS_FACTS = (
+    "Redis session TTL is 24 hours",
+    "Redis runs on port 6380",
+    "Redis max memory is 4 GB",
+    "Redis persistence uses AOF",
+    "Redis runs version 7.2",
+)
+REDIS_CHANGE = ("Redis session TTL lowered to 1 hour", "The Redis session TTL was lowered to 1 hour.")
+
+
+async def a_written_conflict(tools: Tools, **new: Any) -> tuple[dict[str, Any], dict[str, Any]]:
+    """(the contradicted memory, the new one's answer) with the pair written into the new file."""
+    made = [await tools.remember(title, f"{title}.", entities=["redis"]) for title in REDIS_FACTS]
+    answer = await tools.remember(*REDIS_CHANGE, entities=["redis"], **new)
+    assert [c["id"] for c in answer["conflicts"]] == [made[0]["id"]], answer["listed"]
+    return made[0], answer
