@@ -227,13 +227,14 @@ async def test_the_skill_names_only_tools_ops_and_arguments_that_exist(tools: To
         "Alice wants 2-space indentation in atlas-web",
         "Alice Kim now wants 2-space indentation in the atlas-web code, not tabs.",
     )
-    [conflict] = spaces["conflicts"]
+    # issue 42: the remember lists it (a lone pair is not written); the call shown settles it
+    [listed] = spaces["listed"]
     resolved = await tools.ok(
         "memory_update",
         op="resolve_conflict",
-        pair_hash=conflict["pair_hash"],
+        id=spaces["id"],
+        other_id=listed["id"],
         resolution="supersede",
-        winner=spaces["id"],
         note="Alice said so",
     )
     assert resolved and (await tools.ok("memory_read", id=tabs["id"]))["frontmatter"]["state"] == "archived"
