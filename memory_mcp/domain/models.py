@@ -71,6 +71,9 @@ class ReconcileReport(BaseModel):
         description="Set when the index file cannot be used (e.g. read-only): why, and that answers come from "
         "an in-memory index rebuilt from the Markdown files (recall counts are not kept).",
     )
+    quarantined: list[str] = Field(
+        default_factory=list, description="Memories (paths) this pass put in quarantine: the screen caught them."
+    )
     scan: str = Field(
         default="full",
         description="full: every file in memories/ was stat-ed; changed-files: the change watch (inotify) named "
@@ -174,6 +177,7 @@ class ContextAnswer(BaseModel):
     memories_left_out: int = Field(default=0, description="Active memories that did not fit the budget.")
     unresolved_conflicts: int = 0
     review_due: int = 0
+    quarantined: int = Field(default=0, description="Memories held back in quarantine (never listed here).")
 
 
 class OpenConflict(BaseModel):
@@ -217,6 +221,9 @@ class RecallResult(BaseModel):
         default=True,
         description="False: the query did not find this memory; it is here as the current version of a "
         "superseded result that it did find (listed right above it), or as that result's continuation.",
+    )
+    quarantine: str | None = Field(
+        default=None, description="Set when the memory is in quarantine (the screen caught it): the day and why."
     )
     continues: str | None = Field(
         default=None,
@@ -307,6 +314,11 @@ class RememberAnswer(BaseModel):
     related: list[RelatedMemory] = Field(
         default_factory=list, description="Same-entity neighbours that state something else; written nowhere."
     )
+    quarantine: str | None = Field(
+        default=None,
+        description="Set when the poisoning screen held the memory back: the day and the reason. Kept, never in the "
+        "session-start context, fenced and marked in recall; only a person releases it (CLI or browser view).",
+    )
     index: IndexReport
 
 
@@ -350,6 +362,7 @@ class ReadAnswer(BaseModel):
     supersedes_chain: list[ChainLink] = Field(default_factory=list)
     superseded_by_chain: list[ChainLink] = Field(default_factory=list)
     conflicts: list[ConflictHistoryEntry] = Field(default_factory=list)
+    quarantine: str | None = Field(default=None, description="Set when the memory is in quarantine: why.")
     index: IndexReport
 
 
@@ -413,6 +426,23 @@ class UpdateAnswer(BaseModel):
     state: str
     changed: list[str] = Field(description="Ids of every memory file this operation rewrote.")
     message: str
+    quarantine: str | None = Field(default=None, description="Set when the memory is in quarantine: why.")
+    index: IndexReport
+
+
+class QuarantinedMemory(BaseModel):
+    id: str
+    scope: str = "global"
+    title: str
+    path: str
+    state: str
+    quarantine: str = Field(description="The day and the reason the screen held it back.")
+
+
+class QuarantineAnswer(BaseModel):
+    """The memories in quarantine (`memory-mcp quarantine`): released only by a person, CLI or browser view."""
+
+    memories: list[QuarantinedMemory]
     index: IndexReport
 
 
@@ -538,6 +568,9 @@ class ReindexAnswer(BaseModel):
         default=None,
         description="Set when the rebuilt index could not be saved (e.g. a read-only store): why; the rebuild "
         "then only served this process from a transient in-memory index.",
+    )
+    quarantined: list[str] = Field(
+        default_factory=list, description="Memories (paths) this reindex put in quarantine: the screen caught them."
     )
 
 

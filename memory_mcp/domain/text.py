@@ -197,3 +197,19 @@ def verb_root(term: str) -> str | None:
 
 def clip(text: str, limit: int) -> str:
     return text if len(text) <= limit else text[: limit - 1].rstrip() + "…"
+
+
+# letters of other scripts drawn like Latin ones (Unicode's confusables, the common part): what a disguised word
+# ("іgnоrе" with Cyrillic і and о) reads as. Full-width and mathematical letters need no table: `fold` (NFKD)
+# already makes them plain.
+_CONFUSABLE = str.maketrans(
+    "аАвВеЕёЁһҺіІїЇјЈкКмМнНоОрРсСтТуУхХѕЅԁԛԜԝաօքսɑɡɩɪʏΑΒΕΖΗΙΚΜΝΟΡΤΥΧαεικνοτυχρϲϳℓ∣ǀ׀ⅰⅼ",
+    "aAbBeEeEhHiIiIjJkKmMHHoOpPcCtTyYxXsSdqWwwoquagiiyABEZHIKMNOPTYXaeikvotuxpcjllllil",
+)
+
+
+def skeleton(text: str) -> str:
+    """The text with look-alike letters of other scripts written as the Latin letters they imitate: the
+    poisoning screen reads disguised words through it (domain/screen.py). Not a search fold: names in
+    Cyrillic or Greek must stay themselves everywhere else."""
+    return text if text.isascii() else text.translate(_CONFUSABLE)

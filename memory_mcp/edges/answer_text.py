@@ -114,6 +114,8 @@ def index_note(index: IndexReport) -> str | None:
         parts.append(f"rebuilt ({rec.rebuild_reason})")
     elif rec.reindexed or rec.removed:
         parts.append(f"{rec.reindexed} file(s) re-read, {rec.removed} removed")
+    if rec.quarantined:
+        parts.append(f"{len(rec.quarantined)} put in quarantine: " + ", ".join(rec.quarantined[:3]))
     if index.unparseable:
         parts.append(f"{len(index.unparseable)} unparseable: " + ", ".join(u.path for u in index.unparseable[:3]))
     if rec.index_in_memory:

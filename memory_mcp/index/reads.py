@@ -19,9 +19,26 @@ def active_handoff_ids(conn: sqlite3.Connection) -> list[str]:
 
 def current_handoff_id(conn: sqlite3.Connection) -> str | None:
     row = conn.execute(
-        "SELECT id FROM memories WHERE type = 'handoff' AND state = 'active' ORDER BY updated DESC, id LIMIT 1"
+        "SELECT id FROM memories WHERE type = 'handoff' AND state = 'active' AND quarantine IS NULL "
+        "ORDER BY updated DESC, id LIMIT 1"
     ).fetchone()
     return row[0] if row else None
+
+
+def quarantined_count(conn: sqlite3.Connection) -> int:
+    """Memories in quarantine (any state): the context counts them, never lists them."""
+    return conn.execute("SELECT count(*) FROM memories WHERE quarantine IS NOT NULL").fetchone()[0]
+
+
+def quarantined(conn: sqlite3.Connection) -> list[tuple[str, str, str, str, str]]:
+    """(id, title, path, state, quarantine) of every memory in quarantine, newest marker first."""
+    return [
+        tuple(r)
+        for r in conn.execute(
+            "SELECT id, title, path, state, quarantine FROM memories WHERE quarantine IS NOT NULL "
+            "ORDER BY quarantine DESC, id"
+        )
+    ]
 
 
 def reviews_due(conn: sqlite3.Connection, day: str) -> list[tuple[str, str, str, str]]:
@@ -29,7 +46,7 @@ def reviews_due(conn: sqlite3.Connection, day: str) -> list[tuple[str, str, str,
     return [
         tuple(r)
         for r in conn.execute(
-            "SELECT id, title, path, review_after FROM memories WHERE state = 'active' "
+            "SELECT id, title, path, review_after FROM memories WHERE state = 'active' AND quarantine IS NULL "
             "AND review_after IS NOT NULL AND review_after <= ? ORDER BY review_after",
             (day,),
         )

@@ -92,6 +92,7 @@ def memory_result(
         trust=m.trust,
         entities=m.entities,
         updated=m.updated,
+        quarantine=m.quarantine,
     )
 
 

@@ -22,6 +22,7 @@ from ..canon import files as canon
 from ..canon.dictionary import EntityDictionary
 from ..domain.errors import ContainmentError
 from ..domain.models import ReconcileReport
+from ..domain.screen import memory_texts, quarantine_marker, released_for, screen
 from ..domain.vocabulary import State
 from ..index import db as ix
 from ..index import ledger
@@ -205,6 +206,8 @@ def reconcile(
             if StatGate.unchanged(row, entry) and not retry and rel not in suspects:
                 continue
             outcome = index_file(store, conn, dictionary, rel, known_sha=None if retry else _sha(row))
+            if outcome.quarantined:
+                report.quarantined.append(rel)
             report.hashed += outcome.hashed
             report.reindexed += outcome.reindexed
             report.removed += outcome.removed
@@ -264,6 +267,8 @@ def reconcile_files(
                     report.removed += 1
             for rel in present:
                 outcome = index_file(store, conn, dictionary, rel, known_sha=_sha(known.get(rel)))
+                if outcome.quarantined:
+                    report.quarantined.append(rel)
                 report.hashed += outcome.hashed
                 report.reindexed += outcome.reindexed
                 report.removed += outcome.removed
@@ -291,6 +296,7 @@ class FileOutcome:
     reindexed: int = 0
     removed: int = 0
     memory_id: str | None = None
+    quarantined: bool = False  # this pass put the memory in quarantine
 
 
 def index_file(
@@ -363,6 +369,19 @@ def index_file(
             mtime = _gate_mtime(before.st_mtime_ns)
             mem.state = State.ACTIVE
             mem.updated = canon.now_iso()
+    if mem.quarantine is None and not released_for(mem.released, mem.title, mem.body):
+        # every way in that is not a tool call (a hand edit, a sync, a copied file, a store from before the
+        # screen) is screened here, on the first read of new content
+        verdict = screen(memory_texts(mem.title, mem.body, mem.source, mem.entities))
+        if not verdict.clean:
+            mem.quarantine = quarantine_marker(verdict, canon.now_iso()[:10])
+            outcome.quarantined = True
+            try:  # written into the file when it is still the bytes just read; else held in the index only
+                sha = canon.rewrite(path, _quarantine(mem.quarantine), expected_sha=sha)
+                before = path.stat()
+                mtime = _gate_mtime(before.st_mtime_ns)
+            except (canon.CanonError, OSError):
+                pass
     ix.put_memory(conn, rel, mem, dictionary.normalise(mem.entities))
     ledger.put_file(conn, ledger.FileRow(rel, mtime, before.st_size, sha, mem.id, None, before.st_ino))
     outcome.memory_id = mem.id
@@ -390,6 +409,13 @@ def _read_capped(path: Path) -> tuple[os.stat_result, bytes]:
         return st, b"".join(chunks)
     finally:
         os.close(fd)
+
+
+def _quarantine(marker: str) -> Callable[[dict], None]:
+    def mutate(meta: dict) -> None:
+        meta["quarantine"] = marker
+
+    return mutate
 
 
 def _reactivate(meta: dict) -> None:

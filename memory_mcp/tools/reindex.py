@@ -47,11 +47,13 @@ def reindex(
     mismatches: list[Mismatch] = []
     auto_closed: list[AutoClosedConflict] = []
     not_saved: list[str] = []
+    quarantined: list[str] = []
     with svc.scopes.open(scope, store) as opened:
         for o in opened:
             s = o.session
             mismatches += [m.model_copy(update={"scope": o.scope}) for m in (_verify(s) if verify else [])]
             report, _ = s.rebuild(stage_reporter(progress, "index", o.scope))
+            quarantined += [f"{o.scope}: {p}" if len(opened) > 1 else p for p in report.quarantined]
             auto_closed += [c.model_copy(update={"scope": o.scope}) for c in _close_stale_conflicts(svc, s)]
             files += report.scanned
             memories += reads.memory_count(s.conn)
@@ -69,6 +71,7 @@ def reindex(
             auto_closed=auto_closed,
             seconds=0.0,
             not_saved="; ".join(not_saved) or None,
+            quarantined=quarantined,
         )
     # vectors survived the rebuild (keyed by content); embed what is new, outside the store lock
     answer.embedded, answer.semantic_note = embed_pending(svc, store=store, scope=scope, progress=progress)
