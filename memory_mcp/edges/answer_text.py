@@ -7,7 +7,8 @@ excerpt and one score. The index gets one line only when the reconcile did somet
 
 from __future__ import annotations
 
-from ..domain.models import IndexReport, RecallAnswer, RecallResult, RememberAnswer
+from ..domain.models import IndexReport, ReadAnswer, RecallAnswer, RecallResult, RememberAnswer
+from ..domain.screen import fenced, quarantine_label
 from ..domain.text import clip
 
 EXCERPT_CHARS = 220
@@ -27,10 +28,12 @@ def recall_text(answer: RecallAnswer) -> str:
         if len(scopes) > 1:
             tags.append(r.scope)
         tags.extend(result_marks(answer, r))
-        lines.append(f"{n}. {r.title} ({', '.join(tags)}) score {r.score:.2f}")
+        if r.quarantine:
+            tags.insert(0, quarantine_label(r.quarantine).upper().replace(":", " -", 1))
         ident = f" id {r.id}" if r.kind == "memory" else ""
-        lines.append(f"   {r.path}:{r.line}{ident}")
-        lines.append(f"   {clip(r.excerpt, EXCERPT_CHARS)}")
+        lines.append(f"{n}. ({', '.join(tags)}) score {r.score:.2f} {r.path}:{r.line}{ident}")
+        label = "quarantined" if r.quarantine else ""
+        lines.append(fenced(label, f"{r.title}\n{clip(r.excerpt, EXCERPT_CHARS)}"))
         if r.conflicts:
             lines.append(conflict_line(r, answer.results))
     if not answer.results:
@@ -53,7 +56,7 @@ def conflict_line(result: RecallResult, results: list[RecallResult]) -> str:
     others = []
     for c in result.conflicts:
         n = number.get((result.scope, c.other_id))
-        others.append(f"result {n}" if n else f'"{clip(c.other_title, OTHER_TITLE_CHARS)}" (id {c.other_id})')
+        others.append(f"result {n}" if n else f"id {c.other_id}")
     pairs = ", ".join(c.pair_hash for c in result.conflicts)
     return f"   ! unresolved conflict: contradicted by {'; '.join(others)} (pair_hash {pairs})"
 
@@ -75,15 +78,37 @@ def remember_text(answer: RememberAnswer) -> str:
             f"{len(answer.conflicts)} possible conflict(s), recorded as open and nothing overwritten: ask the user or "
             "decide with memory_update op=resolve_conflict (keep_both, or supersede with a winner)"
         )
+    if answer.quarantine:
+        lines.append(
+            f"put in quarantine ({quarantine_label(answer.quarantine)}): kept, but not in the session-start context "
+            "and marked in recall until a person releases it"
+        )
     for n, c in enumerate(answer.conflicts, 1):
         newer = "; the new one may replace it (latest-wins eligible)" if c.latest_wins_eligible else ""
-        lines.append(f"{n}. {c.title} ({c.type}, {c.trust}) {c.path} id {c.id} pair_hash {c.pair_hash}{newer}")
-        lines.append(f"   {clip(c.excerpt, NEIGHBOUR_EXCERPT_CHARS)}")
+        lines.append(f"{n}. ({c.type}, {c.trust}) {c.path} id {c.id} pair_hash {c.pair_hash}{newer}")
+        lines.append(fenced("", f"{c.title}\n{clip(c.excerpt, NEIGHBOUR_EXCERPT_CHARS)}"))
         if c.reasons:
             lines.append(f"   why: {'; '.join(c.reasons)}")
     if answer.related:
-        shown = "; ".join(f"{clip(r.title, OTHER_TITLE_CHARS)} (id {r.id})" for r in answer.related)
-        lines.append(f"related, not conflicting: {shown}")
+        lines.append("related, not conflicting:")
+        lines.append(fenced("", "\n".join(f"{clip(r.title, OTHER_TITLE_CHARS)} (id {r.id})" for r in answer.related)))
+    if (note := index_note(answer.index)) is not None:
+        lines.append(note)
+    return "\n".join(lines)
+
+
+def read_text(answer: ReadAnswer) -> str:
+    """memory_read for the model: where the lines are from, then the lines themselves inside the fence."""
+    head = f"{answer.path} lines {answer.from_line}-{answer.to_line} of {answer.total_lines}"
+    if answer.id:
+        head += f" id {answer.id}"
+    if answer.quarantine:
+        head += f" ({quarantine_label(answer.quarantine).upper().replace(':', ' -', 1)})"
+    lines = [head, fenced("quarantined" if answer.quarantine else answer.kind, answer.text)]
+    if answer.superseded_by_chain:
+        lines.append("superseded by: " + " -> ".join(f"{c.id} ({c.state})" for c in answer.superseded_by_chain))
+    if answer.conflicts:
+        lines.append(f"conflict history: {len(answer.conflicts)} pair(s) (structured content)")
     if (note := index_note(answer.index)) is not None:
         lines.append(note)
     return "\n".join(lines)

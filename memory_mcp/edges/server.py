@@ -20,7 +20,7 @@ from mcp.server.mcpserver import Context
 from mcp.server.mcpserver.exceptions import ResourceError, ToolError
 from mcp.server.mcpserver.tools import Tool
 from mcp.types import CallToolResult, TextContent, ToolAnnotations
-from pydantic import Field, ValidationError
+from pydantic import BaseModel, Field, ValidationError
 from pydantic.json_schema import GenerateJsonSchema, JsonSchemaValue
 from pydantic_core import core_schema
 
@@ -38,6 +38,7 @@ from ..domain.models import (
     StatusAnswer,
     UpdateAnswer,
 )
+from ..domain.screen import visible, visible_data
 from ..domain.vocabulary import (
     FORGET_MODES,
     RECALL_MODES,
@@ -49,7 +50,7 @@ from ..domain.vocabulary import (
     UPDATE_OPS,
 )
 from ..tools.service import MemoryService
-from .answer_text import recall_text, remember_text, usage_guide
+from .answer_text import read_text, recall_text, remember_text, usage_guide
 
 P = ParamSpec("P")
 R = TypeVar("R")
@@ -309,10 +310,7 @@ def build_server(
             title, body, type, trust, entities, source, supersedes, store=store, scope=scope, private=private,
             values=OptionalValues(**values),
         )  # fmt: skip
-        return CallToolResult(
-            content=[TextContent(type="text", text=remember_text(answer))],
-            structured_content=answer.model_dump(mode="json"),
-        )
+        return _served(answer, remember_text(answer))
 
     @tool("Recall", read_only, RECALL)
     def memory_recall(
@@ -338,10 +336,7 @@ def build_server(
             query, limit, type, state, entity, include_deprecated, store=store, scope=scope, mode=mode, budget=budget,
             as_of=as_of,
         )  # fmt: skip
-        return CallToolResult(
-            content=[TextContent(type="text", text=recall_text(answer))],
-            structured_content=answer.model_dump(mode="json"),
-        )
+        return _served(answer, recall_text(answer))
 
     @tool("Read", read_only, READ)
     def memory_read(
@@ -351,8 +346,9 @@ def build_server(
         to_line: Annotated[int | None, Field(ge=1)] = None,
         store: StoreArg = None,
         scope: ScopeArg = None,
-    ) -> ReadAnswer:
-        return service.read(id, path, from_line, to_line, store=store, scope=scope)
+    ) -> Annotated[CallToolResult, ReadAnswer]:
+        answer = service.read(id, path, from_line, to_line, store=store, scope=scope)
+        return _served(answer, read_text(answer))
 
     @tool("Update", writes, UPDATE)
     @_value_args(described=False)
@@ -450,6 +446,15 @@ def build_server(
     return server
 
 
+def _served(answer: BaseModel, text: str) -> CallToolResult:
+    """An answer that carries memory text: the compact text (memory text fenced) and the structured record, with
+    every hidden character a memory holds escaped in both (`<U+E0041>`: no answer carries one as itself)."""
+    return CallToolResult(
+        content=[TextContent(type="text", text=visible(text))],
+        structured_content=visible_data(answer.model_dump(mode="json")),
+    )
+
+
 def _progress_notifier(ctx: Context) -> ProgressFn:
     """The core's progress callback as MCP progress notifications (the SDK sends them only when the request
     carried a progress token). MCP wants `progress` to increase with every notification, so stages (each
@@ -474,7 +479,7 @@ def _context_text(service: MemoryService, budget: int | None = None) -> str:
     """The context, or why it is unavailable (a busy or unreadable store must not fail the session start;
     a budget out of range is the reader's mistake, so it is an error)."""
     try:
-        return service.context(budget=budget).text
+        return visible(service.context(budget=budget).text)
     except InputError:
         raise
     except MemoryMcpError as exc:
