@@ -145,6 +145,7 @@ def _adapter(
 
 SETTINGS: tuple[Setting, ...] = (
     # ranking: score = text × trust × state × (1 + freshness + heat); see ranking.py
+    _f("ranking.trust.confirmed", 1.0, 0.0, 10.0, "score multiplier for memories a person confirmed"),
     _f("ranking.trust.user-stated", 1.0, 0.0, 10.0, "score multiplier for memories the person stated"),
     _f("ranking.trust.imported", 0.9, 0.0, 10.0, "score multiplier for imported memories"),
     _f("ranking.trust.agent-inferred", 0.8, 0.0, 10.0, "score multiplier for memories an agent inferred"),

@@ -206,7 +206,7 @@ def test_nested_tables_and_dotted_keys_flatten_the_same_way(user_file: Path) -> 
     )
     s = load(user_file)
     k = s.ranking()
-    assert k.trust == {"user-stated": 1.2, "imported": 1.0, "agent-inferred": 0.8}
+    assert k.trust == {"confirmed": 1.0, "user-stated": 1.2, "imported": 1.0, "agent-inferred": 0.8}
     assert k.state["archived"] == 0.5
     assert k.column_weights == (4.0, 2.0, 1.0)
     assert isinstance(s.get("ranking.trust.imported"), float)  # an integer widens to a float setting

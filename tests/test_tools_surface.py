@@ -15,6 +15,7 @@ from typing import Any
 import pytest
 
 from .helpers import EXAMPLE_STORE, TOOL_NAMES, Tools, frontmatter, server_env, stdio_tools
+from .npm_tools import INSPECTOR, npm_package
 
 pytestmark = pytest.mark.anyio
 
@@ -267,3 +268,88 @@ def test_malformed_json_on_stdin_does_not_stop_the_server(store: Path) -> None:
     finally:
         proc.stdin.close()
         proc.wait(timeout=20)
+
+
+# what the MCP Inspector CLI's schema portability check (2.12.0) warns about, as it walks every subschema:
+# a `type` array such as ["string", "null"], a schema that constrains nothing, a bare boolean schema, a remote $ref
+_CONSTRAINING = frozenset(
+    "type enum const multipleOf maximum exclusiveMaximum minimum exclusiveMinimum maxLength minLength pattern format "
+    "contentMediaType contentEncoding contentSchema maxItems minItems uniqueItems maxContains minContains "
+    "maxProperties minProperties required dependentRequired allOf anyOf oneOf not items prefixItems contains "
+    "additionalItems unevaluatedItems properties patternProperties additionalProperties unevaluatedProperties "
+    "propertyNames dependentSchemas dependencies $ref $dynamicRef $recursiveRef".split()
+)
+_SCHEMA_MAPS = ("properties", "patternProperties", "dependentSchemas", "$defs", "definitions")
+_SCHEMA_LISTS = ("allOf", "anyOf", "oneOf", "prefixItems")
+_SCHEMA_ONE = ("items", "additionalProperties", "not", "contains", "propertyNames", "if", "then", "else")
+
+
+def portability_findings(node: Any, path: str = "", keyword: str | None = None) -> list[str]:
+    """The Inspector's portability warnings for one schema, as `path: what`."""
+    if isinstance(node, bool):
+        return [] if keyword in ("additionalProperties", "unevaluatedProperties", "items") else [f"{path}: bare {node}"]
+    if not isinstance(node, dict):
+        return []
+    found = []
+    if isinstance(node.get("type"), list):
+        found.append(f"{path}: type array {node['type']}")
+    if isinstance(node.get("$ref"), str) and not node["$ref"].startswith("#"):
+        found.append(f"{path}: remote $ref")
+    if keyword != "not" and not (set(node) & _CONSTRAINING or ("if" in node and ("then" in node or "else" in node))):
+        found.append(f"{path}: constrains nothing")
+    for key in _SCHEMA_MAPS:
+        for name, sub in (node.get(key) or {}).items():
+            found += portability_findings(sub, f"{path}.{key}.{name}", key)
+    for key in _SCHEMA_LISTS:
+        for i, sub in enumerate(node.get(key) or []):
+            found += portability_findings(sub, f"{path}.{key}[{i}]", key)
+    for key in _SCHEMA_ONE:
+        if key in node:
+            found += portability_findings(node[key], f"{path}.{key}", key)
+    return found
+
+
+async def test_tool_schemas_are_portable_and_output_stays_structured(store: Path) -> None:
+    """Issue 45: output schemas said nullable values as `type: ["string", "null"]` (54 Inspector warnings across
+    the 7 tools); strict function-calling clients reject or flatten those. A nullable value is an anyOf now."""
+    async with stdio_tools(store) as t:
+        tools = (await t.client.list_tools()).tools
+        made = await t.raw("memory_remember", title="Deploys run on Fridays", body="We deploy atlas-web on Fridays.")
+        recalled = await t.raw("memory_recall", query="deploy fridays")
+    findings = []
+    for tool in tools:
+        wire = tool.model_dump(mode="json", by_alias=True, exclude_none=True)
+        assert "outputSchema" in wire, f"{tool.name} lost its outputSchema"
+        for kind in ("inputSchema", "outputSchema"):
+            findings += [f"{tool.name} {kind}{f}" for f in portability_findings(wire[kind])]
+    assert findings == []
+    # nullable values still come back as null in the structured answer, validated by the SDK's client
+    assert not made.is_error and not recalled.is_error
+    [result] = recalled.structured_content["results"]
+    assert result["cosine"] is None and result["continues"] is None and result["title"] == "Deploys run on Fridays"
+
+
+@pytest.mark.npm
+def test_inspector_cli_finds_no_portability_warnings(store: Path) -> None:
+    """The MCP Inspector CLI itself (npm; skipped without it): 0 errors and 0 warnings on tools/list."""
+    inspector = npm_package(INSPECTOR, "mcp-inspector")
+    command = [str(inspector), "--cli", sys.executable, "-m", "memory_mcp", "--store", str(store)]
+    done = subprocess.run(
+        [*command, "--method", "tools/list", "--strict"],
+        capture_output=True,
+        text=True,
+        timeout=120,
+        env=server_env(store),
+    )
+    assert done.returncode == 0, done.stderr
+    assert "portability" not in done.stderr.lower() and "Warning" not in done.stderr, done.stderr
+    assert {tool["name"] for tool in json.loads(done.stdout)["tools"]} == TOOL_NAMES
+    call = subprocess.run(
+        [*command, "--method", "tools/call", "--tool-name", "memory_status", "--format", "json"],
+        capture_output=True,
+        text=True,
+        timeout=120,
+        env=server_env(store),
+    )
+    assert call.returncode == 0, call.stderr
+    assert json.loads(call.stdout)["result"]["structuredContent"]["total"] == 0

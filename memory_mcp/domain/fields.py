@@ -91,6 +91,19 @@ FIELDS: tuple[FieldSpec, ...] = (
         edit=True,
     ),
     FieldSpec("source", Kind.TEXT, edit=True, description="Origin: conversation, URL, file."),
+    # provenance (issue 44): where the memory came from, one readable line written by the surface that made it
+    # (domain/provenance.py); no tool argument sets it. A sync stamps the git author of a teammate's new memory
+    # on arrival (a one-sided change, taken everywhere); the same line from two machines merges cleanly
+    FieldSpec(
+        "origin",
+        Kind.TEXT,
+        FieldMergeRule(
+            MergeHow.ONE_SIDE,
+            "where a memory came from is set once: a one-sided change (a sync naming the sender) is the news; "
+            "a two-sided clash takes the later-edited side",
+        ),
+        column=True,
+    ),
     FieldSpec("created", Kind.TIME),
     FieldSpec(
         "updated",

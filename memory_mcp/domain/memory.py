@@ -26,6 +26,7 @@ class OptionalValues:
     the file has none. The one typed place that names them: the parsed file, the index row and the tool arguments
     carry them as this record, and `tests/test_fields.py` holds it to the table."""
 
+    origin: str | None = None  # where it came from (domain/provenance.py); None: not recorded ("origin unknown")
     review_after: str | None = None
     valid_from: str | None = None
     valid_until: str | None = None

@@ -18,7 +18,7 @@ from .models import ScoreComponents
 @dataclass(frozen=True)
 class RankingConstants:
     trust: dict[str, float] = field(
-        default_factory=lambda: {"user-stated": 1.0, "imported": 0.9, "agent-inferred": 0.8}
+        default_factory=lambda: {"confirmed": 1.0, "user-stated": 1.0, "imported": 0.9, "agent-inferred": 0.8}
     )
     state: dict[str, float] = field(default_factory=lambda: {"active": 1.0, "archived": 0.6, "deprecated": 0.25})
     # bm25 column weights: a hit in the title or entities says more than one in the body

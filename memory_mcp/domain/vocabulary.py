@@ -32,11 +32,15 @@ class Trust(StrEnum):
     USER_STATED = "user-stated"
     AGENT_INFERRED = "agent-inferred"
     IMPORTED = "imported"
+    CONFIRMED = "confirmed"  # only a person gives it (PERSON_TRUSTS): the CLI, the browser view, a hand edit
 
 
 TYPES = tuple(t.value for t in MemoryType)
 STATES = tuple(s.value for s in State)
 TRUSTS = tuple(t.value for t in Trust)
+# trust levels only a person gives (the CLI, the browser view, a hand edit): a tool call asking for one is refused
+PERSON_TRUSTS = (Trust.CONFIRMED.value,)
+TOOL_TRUSTS = tuple(t for t in TRUSTS if t not in PERSON_TRUSTS)  # what the MCP tools offer
 SCOPES = ("local", "global")  # the project's store, the account's store
 RECALL_MODES = ("auto", "bm25", "hybrid")
 # each op of memory_update and the fields it takes: any other field given is refused, naming the op

@@ -18,6 +18,7 @@ from typing import TYPE_CHECKING
 from pydantic import BaseModel
 
 from ..config import ConfigError, Settings, describe, load_settings
+from ..domain import provenance
 from ..domain.errors import InputError, MemoryMcpError
 from ..domain.fields import BY_NAME, EDIT_VALUES
 from ..domain.memory import OptionalValues
@@ -377,7 +378,7 @@ def _run_change(service: MemoryService, args: argparse.Namespace, scope: str | N
         _tool_word(args.op), args.id, title=args.title, body=body, type=args.type, trust=args.trust,
         entities=args.entities, source=args.source, state=args.state, reason=args.reason, by=args.by,
         other_id=args.other_id, pair_hash=args.pair_hash, resolution=_tool_word(args.resolution), winner=args.winner,
-        note=args.note, expected_sha256=args.expected_sha256, scope=scope, values=_values(args),
+        note=args.note, expected_sha256=args.expected_sha256, scope=scope, values=_values(args), origin=provenance.CLI,
     )  # fmt: skip
     _emit(answer, args.json, _update_text)
     return EXIT_OK
@@ -604,6 +605,7 @@ def _run(service: MemoryService, args: argparse.Namespace) -> int:
             scope=args.scope,
             private=args.private,
             values=_values(args),
+            origin=provenance.CLI,
         )
         for made in new_stores:
             print(f"memory-mcp: created a new store at {made.root}", file=sys.stderr)

@@ -14,7 +14,8 @@ from typing import Annotated, Any, Literal, ParamSpec, TypeVar
 
 import anyio.from_thread
 from mcp.server import MCPServer
-from mcp.server.auth.provider import TokenVerifier
+from mcp.server.auth.middleware.auth_context import get_access_token
+from mcp.server.auth.provider import AccessToken, TokenVerifier
 from mcp.server.auth.settings import AuthSettings
 from mcp.server.mcpserver import Context
 from mcp.server.mcpserver.exceptions import ResourceError, ToolError
@@ -38,17 +39,20 @@ from ..domain.models import (
     StatusAnswer,
     UpdateAnswer,
 )
+from ..domain.provenance import Origin, mcp_origin
 from ..domain.screen import visible, visible_data
 from ..domain.vocabulary import (
     FORGET_MODES,
+    PERSON_TRUSTS,
     RECALL_MODES,
     RESOLUTIONS,
     SCOPES,
     STATES,
-    TRUSTS,
+    TOOL_TRUSTS,
     TYPES,
     UPDATE_OPS,
 )
+from ..tools.arguments import person_trust_refusal
 from ..tools.service import MemoryService
 from .answer_text import read_text, recall_text, remember_text, usage_guide
 
@@ -68,7 +72,7 @@ StoreArg = str | None
 ScopeArg = Literal[SCOPES] | None
 TypeName = Literal[TYPES]
 StateName = Literal[STATES]
-TrustName = Literal[TRUSTS]
+TrustName = Literal[TOOL_TRUSTS]  # a level only a person gives (`confirmed`) is not the tools' to write
 RecallMode = Literal[RECALL_MODES]
 UpdateOp = Literal[UPDATE_OPS]
 Resolution = Literal[RESOLUTIONS]
@@ -98,20 +102,14 @@ class LeanSchema(GenerateJsonSchema):
         return json_schema
 
 
-# keywords that constrain only values of their own type: beside `type: [X, "null"]` they let null through
-_NULL_BLIND = frozenset(
-    "type properties required items additionalProperties title description default format pattern minLength "
-    "maxLength minItems maxItems minimum maximum exclusiveMinimum exclusiveMaximum".split()
-)
-
-
 def quick_to_validate(schema: dict[str, Any]) -> dict[str, Any]:
     """An output schema that says the same as pydantic's but costs a validating client less: every `$ref` written
-    out in place (non-recursive models only) and `anyOf: [X, {type: null}]` said as `type: [X's type, "null"]` when
-    X constrains nothing but values of its own type.
+    out in place (non-recursive models only). A nullable value stays `anyOf: [X, {type: null}]`, never a type array
+    (`type: [X, "null"]`): clients that map tool schemas onto a single-`type` dialect reject or flatten those (the
+    MCP Inspector's portability check warns on each; tests/test_tools_surface.py runs the same check).
 
-    The SDK's client validates every structured result against the tool's output schema (jsonschema); a recall's
-    ~10 KB answer took 2.5 ms of client CPU per call against 1.6 ms with this form (measured on 100 answers)."""
+    The SDK's client validates every structured result against the tool's output schema (jsonschema); written out
+    in place, a recall's ~10 KB answer costs the client less CPU than through `$defs` lookups."""
     defs = schema.get("$defs", {})
 
     def rewrite(node: Any, seen: tuple[str, ...]) -> Any:
@@ -123,14 +121,7 @@ def quick_to_validate(schema: dict[str, Any]) -> dict[str, Any]:
         if isinstance(ref, str) and ref.startswith("#/$defs/") and ref[8:] in defs and ref[8:] not in seen:
             merged = {**defs[ref[8:]], **{k: v for k, v in node.items() if k != "$ref"}}
             return rewrite(merged, (*seen, ref[8:]))
-        out = {k: rewrite(v, seen) for k, v in node.items() if k != "$defs"}
-        options = out.get("anyOf")
-        if isinstance(options, list) and len(options) == 2 and {"type": "null"} in options:
-            other = options[0] if options[1] == {"type": "null"} else options[1]
-            if isinstance(other.get("type"), str) and set(other) <= _NULL_BLIND:
-                del out["anyOf"]
-                out = {**other, **out, "type": [other["type"], "null"]}
-        return out
+        return {k: rewrite(v, seen) for k, v in node.items() if k != "$defs"}
 
     out = rewrite(schema, ())
     if any(_refers(out)):  # a recursive model keeps its definitions
@@ -157,6 +148,8 @@ def argument_error(tool: str, exc: ValidationError, schema: dict[str, Any]) -> s
         given = repr(err.get("input"))[:60]
         if err["type"] == "missing":
             problems.append(f"{name}: required")
+        elif name == "trust" and err.get("input") in PERSON_TRUSTS:
+            problems.append(person_trust_refusal(str(err["input"])))
         elif allowed is not None:
             problems.append(f"{name}: {given} is not one of {', '.join(map(str, allowed))}")
         else:
@@ -304,11 +297,12 @@ def build_server(
             ),
         ] = None,
         private: Annotated[bool, Field(description="Never synced (`sync: local`); may hold a secret.")] = False,
+        ctx: Context | None = None,
         **values: str | None,
     ) -> Annotated[CallToolResult, RememberAnswer]:
         answer = service.remember(
             title, body, type, trust, entities, source, supersedes, store=store, scope=scope, private=private,
-            values=OptionalValues(**values),
+            values=OptionalValues(**values), origin=tool_origin(ctx),
         )  # fmt: skip
         return _served(answer, remember_text(answer))
 
@@ -372,12 +366,14 @@ def build_server(
         expected_sha256: str | None = None,
         store: StoreArg = None,
         scope: ScopeArg = None,
+        ctx: Context | None = None,
         **values: str | None,
     ) -> UpdateAnswer:
         return service.update(
             op, id, title=title, body=body, type=type, trust=trust, entities=entities, source=source, state=state,
             reason=reason, by=by, other_id=other_id, pair_hash=pair_hash, resolution=resolution, winner=winner,
             note=note, expected_sha256=expected_sha256, store=store, scope=scope, values=OptionalValues(**values),
+            origin=tool_origin(ctx),
         )  # fmt: skip
 
     @tool("Forget", ToolAnnotations(read_only_hint=False, destructive_hint=True), FORGET)
@@ -453,6 +449,39 @@ def _served(answer: BaseModel, text: str) -> CallToolResult:
         content=[TextContent(type="text", text=visible(text))],
         structured_content=visible_data(answer.model_dump(mode="json")),
     )
+
+
+def tool_origin(ctx: Context | None) -> Origin:
+    """Who is calling: the client's name and version from its clientInfo (the handshake's in the 2025 era, the
+    request's `_meta` in the stateless 2026-07-28 era: the SDK gives both as the session's client params), and
+    over HTTP the authenticated principal."""
+    info = None
+    if ctx is not None:
+        try:
+            params = ctx.session.client_params
+        except (AttributeError, ValueError):  # no request in flight (a direct call of the handler)
+            params = None
+        info = params.client_info if params is not None else None
+    return mcp_origin(info.name if info else None, info.version if info else None, _principal(ctx))
+
+
+def _principal(ctx: Context | None) -> str:
+    token: AccessToken | None = get_access_token()
+    if token is None and ctx is not None:  # a 2025-era session answers in its own task: ask the HTTP request
+        try:
+            request = ctx.request_context.request
+        except (AttributeError, ValueError):
+            request = None
+        scope = getattr(request, "scope", None)
+        user = scope.get("user") if isinstance(scope, dict) else None
+        token = getattr(user, "access_token", None)
+    if token is None:
+        return ""
+    from .http.access import STATIC_CLIENT_ID  # only an HTTP server has a token to ask about
+
+    if token.client_id == STATIC_CLIENT_ID:
+        return "static token"
+    return f"token subject {token.subject}" if token.subject else f"token client {token.client_id}"
 
 
 def _progress_notifier(ctx: Context) -> ProgressFn:

@@ -18,6 +18,7 @@ from pydantic import BaseModel, Field
 
 from ..domain.errors import AlreadyDoneError, InputError, MemoryMcpError
 from ..domain.models import ProgressFn, stage_reporter
+from ..domain.provenance import import_origin
 from ..domain.text import clip
 from ..tools.service import MemoryService
 from . import PARSERS
@@ -148,11 +149,14 @@ def apply_import(service: MemoryService, plan: ImportPlan, progress: ProgressFn 
     problems = list(plan.problems)
     scope = plan.scope
     report = stage_reporter(progress, "import", scope or "home")
+    origin = import_origin(plan.format, plan.path.name)
     total = len(plan.new)
     report(0, total)
     for done, d in enumerate(plan.new, 1):
         try:
-            answer = service.remember(d.title, d.body, d.type, TRUST, list(d.entities), d.source, scope=scope)
+            answer = service.remember(
+                d.title, d.body, d.type, TRUST, list(d.entities), d.source, scope=scope, origin=origin
+            )
         except InputError as exc:  # checked beforehand; kept so one odd item never stops the rest
             problems.append(ImportProblem(where=d.source, reason=str(exc)))
             continue

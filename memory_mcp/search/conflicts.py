@@ -52,7 +52,12 @@ MAX_RELATED = 5
 AUTO_CLOSED = "auto-closed"
 # An entity on this many active memories (a project, a team) says little about which statement is which.
 BROAD_ENTITY = 5
-TRUST_RANK = {Trust.AGENT_INFERRED.value: 0, Trust.IMPORTED.value: 1, Trust.USER_STATED.value: 2}
+TRUST_RANK = {
+    Trust.AGENT_INFERRED.value: 0,
+    Trust.IMPORTED.value: 1,
+    Trust.USER_STATED.value: 2,
+    Trust.CONFIRMED.value: 3,
+}
 # Statements that change over time: a newer one may simply replace an older one. Episodes record events
 # (a later one does not make an earlier one false); knowledge and reference are distilled or cited
 # material a later memory more often adds to than replaces. Handoffs never reach the gate.

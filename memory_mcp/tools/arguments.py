@@ -10,8 +10,27 @@ from ..canon.files import ID_PATTERN
 from ..domain.errors import InputError, NotFoundError
 from ..domain.fields import BY_NAME, EDIT_VALUES, Kind
 from ..domain.memory import OptionalValues
+from ..domain.provenance import Origin
 from ..domain.textinput import check_text
+from ..domain.vocabulary import PERSON_TRUSTS, TOOL_TRUSTS, Trust
 from ..index import reads
+
+
+def trust_arg(trust: str, origin: Origin | None) -> Trust:
+    """A trust level the caller may write: one only a person gives (`confirmed`) only through a person's surface
+    (the CLI, the browser view; a hand edit needs no call), never through a tool call or an unnamed caller."""
+    level = enum_arg(Trust, trust, "trust")
+    if level.value in PERSON_TRUSTS and (origin is None or not origin.by_person):
+        raise InputError(person_trust_refusal(level.value))
+    return level
+
+
+def person_trust_refusal(level: str) -> str:
+    """Why a tool call may not give `level` (the MCP edge says it too, when its schema refuses the word)."""
+    return (
+        f"trust: '{level}' is given only by a person, through the CLI (memory-mcp update edit ID --trust {level}), "
+        f"the browser view or by editing the file; a tool call may write {', '.join(TOOL_TRUSTS)}"
+    )
 
 
 def check_date(value: str | None, name: str) -> str | None:

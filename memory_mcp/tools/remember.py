@@ -12,9 +12,10 @@ from ..canon import files as canon
 from ..domain.errors import InputError, NotFoundError
 from ..domain.memory import OptionalValues
 from ..domain.models import RememberAnswer
+from ..domain.provenance import Origin
 from ..domain.screen import memory_texts, quarantine_marker, screen
 from ..domain.secrets import refuse_secrets
-from ..domain.vocabulary import MemoryType, State, Trust
+from ..domain.vocabulary import MemoryType, State
 from ..index import db as ix
 from ..index import reads
 from ..search.conflicts import (
@@ -22,7 +23,7 @@ from ..search.conflicts import (
 )
 from ..store.paths import Store
 from ..store.session import index_report
-from .arguments import check_follows, check_values, enum_arg
+from .arguments import check_follows, check_values, enum_arg, trust_arg
 from .links import link_entry, link_supersede
 from .state import ServiceState
 
@@ -40,10 +41,12 @@ def remember(
     scope: str | None = None,
     private: bool = False,
     values: OptionalValues | None = None,
+    origin: Origin | None = None,
 ) -> RememberAnswer:
+    """`origin`: the surface making the memory (the edge says; None writes none: "origin unknown")."""
     title, body = svc.limits.title(title), svc.limits.body(body)
     mem_type = enum_arg(MemoryType, type, "type")
-    mem_trust = enum_arg(Trust, trust, "trust")
+    mem_trust = trust_arg(trust, origin)
     entities, source = svc.limits.entities(entities), svc.limits.source(source)
     values_set = check_values(values)
     supersedes = list(dict.fromkeys(supersedes or []))
@@ -113,6 +116,7 @@ def remember(
             "trust": mem_trust.value,
             "entities": entities,
             "source": source or None,
+            "origin": origin.text if origin is not None else None,
             "created": now,
             "updated": now,
             **values_set,

@@ -12,15 +12,16 @@ from ..domain.fields import EDIT_FIELDS, EDIT_VALUES
 from ..domain.lifecycle import check_editable, check_transition
 from ..domain.memory import OptionalValues
 from ..domain.models import UpdateAnswer
+from ..domain.provenance import Origin
 from ..domain.screen import memory_texts, quarantine_marker, screen
 from ..domain.secrets import refuse_secrets
 from ..domain.textinput import check_optional
-from ..domain.vocabulary import RESOLUTIONS, UPDATE_OP_FIELDS, UPDATE_OPS, MemoryType, State, Trust
+from ..domain.vocabulary import PERSON_TRUSTS, RESOLUTIONS, UPDATE_OP_FIELDS, UPDATE_OPS, MemoryType, State, Trust
 from ..index import db as ix
 from ..index import reads
 from ..store.scopes import Opened, locate, merged_report
 from ..store.session import StoreSession
-from .arguments import check_follows, check_values, enum_arg, word_arg
+from .arguments import check_follows, check_values, enum_arg, trust_arg, word_arg
 from .links import chain, link_entry, link_supersede
 from .state import ServiceState
 
@@ -75,8 +76,10 @@ def update(
     store: str | None = None,
     scope: str | None = None,
     values: OptionalValues | None = None,
+    origin: Origin | None = None,
 ) -> UpdateAnswer:
-    """Change a memory in whichever scope holds it (ids it refers to must be in the same scope)."""
+    """Change a memory in whichever scope holds it (ids it refers to must be in the same scope). `origin`: the
+    surface asking (only a person's may give `confirmed`; a tool's edit of a confirmed text lowers it)."""
     word_arg(op, UPDATE_OPS, "op")
     reason, note = check_optional(reason, "reason"), check_optional(note, "note")
     request = UpdateRequest(
@@ -96,7 +99,7 @@ def update(
         s = o.session
         now = canon.now_iso()
         if op == "edit":
-            changed, message = _edit(svc, s, mem, now, request)
+            changed, message = _edit(svc, s, mem, now, request, origin)
         elif op == "supersede":
             changed, message = _supersede(svc, s, mem, request.by, now)
         elif op == "set_state":
@@ -131,6 +134,7 @@ def _edit(
     mem: ix.IndexedMemory,
     now: str,
     request: UpdateRequest,
+    origin: Origin | None = None,
 ) -> tuple[list[tuple[str, str]], str]:
     check_editable(State(mem.state))
     title, body, type, trust = request.title, request.body, request.type, request.trust
@@ -139,7 +143,10 @@ def _edit(
     if type is not None:
         fields["type"] = enum_arg(MemoryType, type, "type").value
     if trust is not None:
-        fields["trust"] = enum_arg(Trust, trust, "trust").value
+        fields["trust"] = trust_arg(trust, origin).value
+    elif mem.trust in PERSON_TRUSTS and (title is not None or body is not None) and not (origin and origin.by_person):
+        # what a person confirmed is no longer what the file says once a tool rewrites it
+        fields["trust"] = Trust.USER_STATED.value
     if entities is not None:
         fields["entities"] = s.dictionary.normalise(svc.limits.entities(entities))
     if source is not None:

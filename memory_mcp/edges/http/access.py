@@ -111,6 +111,9 @@ def _create_token(path: Path) -> TokenFile:
     return TokenFile(path, token, created=True)
 
 
+STATIC_CLIENT_ID = "memory-mcp-token"  # the client id of the server's own token (a memory's origin says "static token")
+
+
 class StaticTokenVerifier:
     """The SDK's `TokenVerifier` for one shared secret, compared in constant time. Its holder owns the server:
     the token carries every scope the server requires (`scopes`)."""
@@ -125,7 +128,7 @@ class StaticTokenVerifier:
     async def verify_token(self, token: str) -> AccessToken | None:
         if not self.matches(token):
             return None
-        return AccessToken(token=token, client_id="memory-mcp-token", scopes=self._scopes, expires_at=None)
+        return AccessToken(token=token, client_id=STATIC_CLIENT_ID, scopes=self._scopes, expires_at=None)
 
 
 # ---------------------------------------------------------------- tokens of an external authorization server

@@ -27,6 +27,7 @@ from starlette.routing import Mount, Route
 from starlette.staticfiles import StaticFiles
 from starlette.types import ASGIApp
 
+from ...domain import provenance
 from ...domain.errors import InputError, MemoryMcpError, NotFoundError, StaleWriteError, TransitionError
 from ...domain.lifecycle import ALLOWED, PURGEABLE
 from ...domain.models import EditableMemory, ReadAnswer, State, StatusAnswer, StoreInfo
@@ -362,7 +363,13 @@ class WebView:
                 return RedirectResponse(ctx.url(ctx.memory_path(mem_id), done="unchanged"), 303)
             try:
                 await self._call(
-                    self.service.update, "edit", mem_id, expected_sha256=current.sha256, **ctx.where, **changes
+                    self.service.update,
+                    "edit",
+                    mem_id,
+                    expected_sha256=current.sha256,
+                    origin=provenance.WEB,
+                    **ctx.where,
+                    **changes,
                 )
             except StaleWriteError:  # changed between our read and the write: the service refused it
                 fresh = await self._call(self.service.editable, mem_id, **ctx.where)

@@ -1,0 +1,51 @@
+"""Outside clients from npm for the tests that run them: the MCP Inspector CLI and the Claude Code CLI.
+
+Each pinned package is installed once into a cache folder (`$MEMORY_MCP_NPM_CACHE`, else
+`~/.cache/memory-mcp/npm/<package>@<version>`) and reused; without npm, or when the install fails (no network),
+the calling test is skipped saying why. Installs and runs are bounded by timeouts. Tests that use these carry
+the `npm` marker (`pytest -m 'not npm'` leaves them out)."""
+
+from __future__ import annotations
+
+import os
+import shutil
+import subprocess
+from pathlib import Path
+
+import pytest
+
+INSPECTOR = ("@modelcontextprotocol/inspector", "2.12.0")
+CLAUDE_CODE = ("@anthropic-ai/claude-code", "2.1.337")
+INSTALL_TIMEOUT = 300  # seconds: a cold install of either package took ~10 s here
+
+
+def _cache_root() -> Path:
+    given = os.environ.get("MEMORY_MCP_NPM_CACHE")
+    if given:
+        return Path(given)
+    base = os.environ.get("XDG_CACHE_HOME") or str(Path.home() / ".cache")
+    return Path(base) / "memory-mcp" / "npm"
+
+
+def npm_package(package: tuple[str, str], binary: str) -> Path:
+    """The path of `binary` from the pinned npm `package`, installed into the cache when missing (else skip)."""
+    name, version = package
+    prefix = _cache_root() / f"{name.replace('/', '+')}@{version}"
+    found = prefix / "node_modules" / ".bin" / binary
+    if found.exists():
+        return found
+    if shutil.which("npm") is None or shutil.which("node") is None:
+        pytest.skip(f"{name}: npm and node are not installed")
+    prefix.mkdir(parents=True, exist_ok=True)
+    try:
+        done = subprocess.run(
+            ["npm", "install", "--prefix", str(prefix), "--no-audit", "--no-fund", "--silent", f"{name}@{version}"],
+            capture_output=True,
+            text=True,
+            timeout=INSTALL_TIMEOUT,
+        )
+    except subprocess.TimeoutExpired:
+        pytest.skip(f"{name}@{version}: npm install took over {INSTALL_TIMEOUT} s (no network?)")
+    if done.returncode != 0 or not found.exists():
+        pytest.skip(f"{name}@{version}: npm install failed (no network?): {done.stderr.strip()[-300:]}")
+    return found
