@@ -27,7 +27,7 @@ import re
 import unicodedata
 from dataclasses import dataclass
 
-from .text import fold, skeleton
+from .text import fold, hangul_joined, skeleton
 
 INVISIBLE = "invisible"
 FETCH = "fetch"
@@ -285,9 +285,24 @@ def _host(url: str) -> str:
     return m.group(1) if m else url[:40]
 
 
+_CODE = re.compile(r"(?ms)^ {0,3}(`{3,}|~{3,})[^\n]*\n.*?(?:^ {0,3}\1[`~]*[ \t]*$|\Z)|(`+)(?!`).+?(?<!`)\2(?!`)")
+_ALWAYS_LOADS = re.compile(r"<\s*(iframe|frame|frameset|script|object|embed|applet|portal)\b", re.IGNORECASE)
+
+
+def _outside_code(text: str) -> str:
+    """The text with code spans and fenced code blocks blanked (same length): a renderer fetches nothing in them."""
+    if "`" not in text and "~~~" not in text:
+        return text
+    return _CODE.sub(lambda m: " " * len(m.group()), text)
+
+
 def fetching_markup(text: str, field: str = "body") -> list[Finding]:
-    """Each image, frame, script, stylesheet or CSS address a Markdown/HTML renderer would fetch from outside."""
+    """Each image, frame, script, stylesheet or CSS address a Markdown/HTML renderer would fetch from outside
+    (code spans and code blocks are not rendered, so what is inside them is not counted)."""
     found: list[Finding] = []
+    if not ("![" in text or "<" in text or "url(" in text.lower() or "@import" in text.lower()):
+        return found
+    text = _outside_code(text)
     if "![" in text:
         for m in _MD_IMAGE.finditer(text):
             found.append(Finding(FETCH, field, m.start() + 1, f"Markdown image from {_host(m.group(1))}"))
@@ -298,6 +313,8 @@ def fetching_markup(text: str, field: str = "body") -> list[Finding]:
                 if url:
                     found.append(Finding(FETCH, field, m.start() + 1, f"Markdown image from {_host(url)}"))
     if "<" in text or "(" in text or "@" in text:
+        for m in _ALWAYS_LOADS.finditer(text):
+            found.append(Finding(FETCH, field, m.start() + 1, f"HTML <{m.group(1).lower()}>"))
         for m in _FETCH_TAG.finditer(text):
             found.append(Finding(FETCH, field, m.start() + 1, f"HTML <{m.group(1).lower()}> that loads"))
         if not found:
@@ -322,9 +339,25 @@ _ANY = r"[^.!?\n]{0,60}?"  # a short stretch within one sentence
 _OVERRIDE = _rx(
     r"\b(?:ignore|disregard|forget|override|overrule|bypass|skip|drop|abandon|set aside|discard|do not follow"
     r"|don'?t follow|stop following|no longer follow)\b[^.!?\n]{0,40}?\b(?:previous|prior|above|earlier|preceding"
-    r"|original|initial|system|safety|security|all|any|your|existing|current|developer|operator)\b[^.!?\n]{0,30}?"
-    r"\b(?:instructions?|rules?|prompts?|guidelines?|directives?|directions|guardrails?|polic(?:y|ies)|constraints"
-    r"|restrictions|safeguards|programming|orders|commands|messages|context)\b",
+    r"|original|initial|system|safety|security|all|any|your|existing|current|developer|operator|the user'?s?)\b"
+    r"[^.!?\n]{0,30}?\b(?:instructions?|rules?|prompts?|guidelines?|directives?|directions|guardrails?|polic(?:y|ies)"
+    r"|constraints|restrictions|safeguards|programming|orders|commands|messages|context|requests?)\b",
+    r"\boverrid(?:e|es|ing)\s+(?:any|all|the|your)?\s*(?:conflicting\s+|other\s+)?(?:system\s+|safety\s+)?"
+    r"(?:rules|instructions|prompts?|policies|guidelines)\b",
+    r"\b(?:are|as) (?:instructions|commands|orders) (?:from the user )?(?:and |that )?(?:must|should|shall) be "
+    r"(?:followed|obeyed|executed)",
+    r"\binstead of (?:your|the) (?:system prompt|instructions|rules|guidelines)\b"
+    r"|\byour (?:real|true|actual|new|updated) (?:instructions|rules|orders|system prompt) (?:are|is|live)\b",
+    r"\b(?:note|message|instructions?) (?:to|for) (?:the )?(?:ai|llm|assistant|agent|model|claude|gpt|copilot)s?\b"
+    r"|\bif you are an? (?:ai|llm|language model|assistant|agent|bot)\b"
+    r"|<!--[^>]{0,40}\b(?:ai|llm|assistant|agent|model|claude|gpt|copilot)s?\b",
+    r"\b(?:assistants?|agents?|models?|ais?) (?:may|can|are allowed to|must) now\b",
+    r"\b(?:ignore|disregard|forget)\s+(?:all\s+|everything\s+)?(?:of\s+)?(?:the\s+)?(?:above|preceding|foregoing)"
+    r"(?:\s+(?:text|content|instructions|messages?))?\s*(?:and\b|,|\.|;|:|$)",
+    r"\b(?:pretend|act as if|imagine|assume)\s+(?:that\s+)?you\s+(?:have|had|are under)\s+no\s+(?:restrictions|rules"
+    r"|limits|filters|guidelines|safety|policies|constraints)",
+    r"\b(?:reveal|print|show|repeat|output|leak|dump)\s+(?:me\s+)?(?:your|the)\s+(?:full\s+|hidden\s+)?(?:system prompt"
+    r"|instructions|initial prompt|hidden instructions)",
     r"\b(?:ignore|disregard|forget|override|bypass)\s+(?:the\s+)?(?:system\s+prompt|safety|guardrails|your rules"
     r"|everything (?:above|before|else)|all of the above)",
     r"\byou are now\b[^.!?\n]{0,40}\b(?:unrestricted|jailbroken|dan|free|without|no longer|in developer|an? "
@@ -341,7 +374,7 @@ _OVERRIDE = _rx(
     r"\b(?:instrucciones|indicaciones|reglas|normas|directrices|restricciones|ordenes|politicas|prompt|consignas"
     r"|salvaguardas|seguridad)\b",
     r"\b(?:ahora eres|a partir de ahora eres)\b[^.!?\n]{0,40}\b(?:sin restricciones|sin limites|libre|dan)\b",
-    r"\bmodo (?:desarrollador|dios|sin restricciones|jailbreak)\b",
+    r"\bmodo (?:desarrollador|dios|sin restricciones|jailbreak|administrador|admin|root)\b",
     r"\bnuevas instrucciones\s*:",
     # Korean
     r"(?:이전|앞의|앞선|위의|기존|모든|시스템|원래|이전의|너의|당신의|기본)\s*(?:의\s*)?"
@@ -363,6 +396,8 @@ _RUN_FETCHED = _rx(
     r"\b(?:python\d?|node|perl|ruby)\s+-[ce]\s+['\"]?[^'\"\n]{0,80}(?:urlopen|requests\.get|urllib|http\.get|fetch\()",
     r"\b(?:download|fetch|get|pull)\b[^.!?\n]{0,80}\b(?:and|then)\s+(?:run|execute|exec|eval(?:uate)?|source|pipe it"
     r" to (?:sh|bash))\b(?:\s+it)?",
+    r"\b(?:run|execute|ejecuta|ejecutar)\b[^.!?\n]{0,20}\b(?:remote|downloaded|fetched|remotos?|descargados?)"
+    r" (?:scripts?|code|codigo|commands?|comandos?)\b|\b(?:scripts?|codigo) remotos?\b",
     r"\b(?:run|execute|source|eval)\b[^.!?\n]{0,40}\b(?:script|code|payload|file|commands?) (?:from|at|hosted at"
     r"|downloaded from)\s+(?:" + _REMOTE + "|the (?:url|link|address))",
     # Spanish
@@ -378,6 +413,8 @@ _SENSITIVE = (
     r"(?:credentials?|passwords?|passwd|secrets?|api[ _-]?keys?|access[ _-]?keys?|private[ _-]?keys?|tokens?|"
     r"ssh[ _-]?keys?|id_rsa|id_ed25519|\.ssh\b|\.aws\b|\.env\b|\.netrc|\.npmrc|\.pypirc|\.git-credentials|"
     r"env(?:ironment)? var(?:iable)?s|cookies|session|keychain|wallet|seed phrase|conversation history|chat history|"
+    r"(?:conversation |chat |session )?transcripts?|kube ?config|\.kube\b|(?:every|all|each|any) (?:the )?(?:files?|documents?)|"
+    r"cop(?:y|ies) of|"
     r"system prompt|memory files|memories|the files|source code|(?:the )?contents? of|/etc/(?:passwd|shadow)|"
     r"credenciales|contrasenas?|claves?|secretos|tokens|llaves|archivos|historial|variables de entorno|"
     r"자격\s*증명|비밀번호|암호|토큰|키|인증\s*정보|환경\s*변수|개인\s*키|파일|대화\s*기록|시크릿)"
@@ -398,8 +435,11 @@ _EXFILTRATE = _rx(
     r"|-f\s*['\"]?\w+=@|--upload-file|-t\s|-infile|<\s*~|\$\(cat\b|`cat\b|@~/|@\$home)",
     r"\bcat\b[^|\n]{0,80}(?:\.ssh|\.aws|\.env|credentials|id_rsa|passwd|\.netrc)[^|\n]{0,40}\|\s*(?:curl|nc|ncat|netcat"
     r"|wget|mail|base64)",
-    r"\b(?:include|append|embed|put|add)\b[^.!?\n]{0,60}" + _SENSITIVE + r"[^.!?\n]{0,60}\b(?:in|into|to)\b"
-    r"[^.!?\n]{0,30}\b(?:url|link|image|query(?: string)?|request)\b",
+    r"\b(?:include|append|embed|put|add|attach)\b[^.!?\n]{0,60}" + _SENSITIVE + r"[^.!?\n]{0,60}\b(?:in|into|to)\b"
+    r"[^.!?\n]{0,30}\b(?:url|link|image|query(?: string)?|request|repl(?:y|ies)|responses?|answers?|messages?|outputs?"
+    r"|comments?|commits?|issues?|pull requests?)\b",
+    r"\b(?:include|embed|put|append|encode|add)\s+(?:it|them|this|that|these|the (?:contents?|values?|results?|output))"
+    r"\s+(?:in|into|to|as)\s+(?:an?\s+|the\s+)?(?:markdown\s+|html\s+)?(?:image|img|url|link|query|request)",
     # Spanish
     r"\b(?:envia|enviar|envie|envien|manda|mandar|mande|sube|subir|suba|reenvia|reenviar|comparte|compartir|copia"
     r"|copiar|filtra|transmite|publica)\b[^.!?\n]{0,80}?"
@@ -411,7 +451,9 @@ _EXFILTRATE = _rx(
     # Korean
     r"(?:" + _REMOTE + r"|[\w.+-]+@[\w-]+\.[\w.]+)\S*[^.!?\n]{0,60}?(?:로|으로|에|에게)?[^.!?\n]{0,60}?"
     r"(?:전송|보내|업로드|올려|전달|공유)",
-    _SENSITIVE + r"[^.!?\n]{0,60}?(?:외부|서버|주소|웹훅|이메일|메일)[^.!?\n]{0,30}?(?:전송|보내|업로드|올려|전달)",
+    _SENSITIVE
+    + r"[^.!?\n]{0,60}?(?:외부|서버|주소|웹훅|이메일|메일|공개|저장소|이슈|깃허브|github|gist)[^.!?\n]{0,30}?"
+    r"(?:전송|보내|업로드|올려|전달|붙여|공유)",
 )
 _HIDE = _rx(
     r"\b(?:do not|don'?t|never|must not|mustn'?t|without)\s+(?:tell|telling|inform|informing|mention|mentioning"
@@ -422,13 +464,20 @@ _HIDE = _rx(
     r"|developer|operator)\b",
     r"\b(?:silently|secretly|quietly|covertly|without (?:the user|anyone) (?:knowing|noticing|seeing))\b"
     r"[^.!?\n]{0,60}?\b(?:send|upload|run|execute|exfiltrate|forward|delete|install|post|copy|change|modify|add|remove"
-    r"|disable)\b",
+    r"|disable|read|cat|open|collect|gather|grab|fetch|include|append|embed)\b",
     r"\b(?:send|upload|run|execute|forward|delete|install|post|copy|change|modify|add|remove|disable)\b[^.!?\n]{0,80}?"
     r"\b(?:silently|secretly|covertly|without (?:telling|informing|asking|notifying|alerting) (?:the )?(?:user|human"
     r"|anyone|them))\b",
     r"\b(?:this|these) (?:instructions?|messages?|notes?|memory|memories)\b[^.!?\n]{0,30}\b(?:must|should) "
     r"(?:not be|never be|stay) (?:shown|revealed|mentioned|visible|hidden|secret)",
     r"\bremove (?:this|these|any) (?:from|trace)|\bdelete this (?:memory|note|message) after\b",
+    r"\b(?:do not|don'?t|never)\s+(?:mention|report|include|note|list|show)\s+(?:it|this|that|them|these)\s+in\s+"
+    r"(?:the|your|any)\s+(?:summary|reply|response|answer|report|changelog|pr|pull request|output)",
+    r"\b(?:comply|follow|obey|apply|do (?:this|it|so))\b[^.!?\n]{0,30}\b(?:silently|secretly|quietly|without "
+    r"(?:telling|informing|mentioning))",
+    r"\bno (?:lo |la |los |las |le |les )?(?:menciones|digas|comentes|reportes|incluyas|informes)\s+en\s+(?:el|la|los"
+    r"|las|tu|tus)\s+(?:resumen|respuesta|informe|reporte|changelog|pr|salida)",
+    r"\b(?:cumple|aplica|sigue|obedece)\b[^.!?\n]{0,30}\b(?:en silencio|silenciosamente|sin avisar|sin decir)",
     # Spanish
     r"\b(?:no|nunca|sin)\s+(?:le\s+|les\s+)?(?:digas|diga|decir|decirle|decirles|menciones|mencione|mencionar|informes"
     r"|informe|informar|informarle|avises|avise|avisar|avisarle|cuentes|cuente|contar|contarle|reveles|revelar|muestres"
@@ -444,7 +493,10 @@ _HIDE = _rx(
 # chat-template tokens and role markers: a memory never needs them
 _TEMPLATE = re.compile(
     r"<\|\s*(?:im_start|im_end|system|user|assistant|endoftext|eot_id|start_header_id|end_header_id|begin_of_text"
-    r"|end_of_text|eom_id|python_tag|channel|message|end|start|tool|ipython)\s*\|>"
+    r"|end_of_text|eom_id|python_tag|channel|message|end|start|tool|ipython)\s*\|>|\[(?:system|assistant|developer)\]\(#"
+    r"|^\s*(?:system|sistema|시스템|developer|admin)\s*:[^\n]{0,80}?\b(?:you|your|the user|assistant|agents?|never|always"
+    r"|must|ignore|ejecuta|modo|instrucci\w*|activad[oa]|pre-?approved|aprobad[oa]|sin preguntar|without asking)"
+    r"|^\s*(?:human|user|usuario|사용자)\s*:[^\n]*\n\s*(?:assistant|ai|asistente|어시스턴트)\s*:"
     r"|\[/?inst\]|<<\s*/?sys\s*>>|</?start_of_turn>|</?end_of_turn>|<\|[a-z_]{2,24}\|>|</s>\s*<s>"
     r"|^\s*#{2,3}\s*(?:system|instruction|new instructions?)\s*:|^\s*(?:system|assistant)\s*:\s*(?:you|ignore|from now"
     r"|new|override)|<\s*/?\s*(?:system|system-reminder|system_prompt|instructions)\s*>",
@@ -464,7 +516,8 @@ _SQUASHED = re.compile(
 _LETTERS_ONLY = re.compile(r"[^a-z]+")
 # a cheap gate: text with none of these stems needs no sentence patterns
 _GATE = re.compile(
-    r"ignor|disregard|forget|overr|bypass|skip|drop|abandon|discard|follow|you are now|mode|instruction|system|rules"
+    r"pretend|restrict|reveal|print|repeat|dump|above|assume|imagine|act as|transcript|approv|confirm|ask|pregunt"
+    r"|permiso|확인|허락|승인|묻지|ignor|disregard|forget|overr|bypass|skip|drop|abandon|discard|follow|you are now|mode|instruction|system|rules"
     r"|without|curl|wget|iwr|irm|invoke|iex|\| ?(?:ba|z)?sh|eval|python|node|perl|download|fetch|run |execute|source"
     r"|send|post|upload|forward|mail|exfil|transmit|leak|share|copy|pipe|paste|submit|sync|report|beacon|push|cat "
     r"|include|append|embed|put |add |tell|inform|mention|notify|alert|reveal|show|let |disclose|say|hide|conceal"
@@ -476,9 +529,71 @@ _GATE = re.compile(
 )
 
 
+# skipping the user's confirmation is a wish people have ("don't ask before fixing typos"); with money moved, data
+# destroyed or code fetched in the same memory it is the shape of a planted step
+_NO_CONFIRM = _rx(
+    r"\b(?:do not|don'?t|never|without|no need to)\s+(?:ask(?:ing)?|confirm(?:ing)?|check(?:ing)? with|prompt(?:ing)?)"
+    r"\b[^.!?\n]{0,30}\b(?:user|them|confirm|confirmation|approval|first)\b|\bpre-?approved\b",
+    r"\bsin (?:preguntar|pedir (?:confirmacion|permiso)|confirmar|avisar)\b|\bno (?:le )?pidas confirmacion\b",
+    r"(?:확인|허락|승인)\s*(?:없이|불필요|받지\s*말)|묻지\s*(?:말|않)",
+)
+_DANGER = _rx(
+    r"\btransfer\w*\b[^.!?\n]{0,40}\b(?:to|into) (?:account|iban|wallet)|\bwire\b[^.!?\n]{0,30}\b(?:to|money|funds)"
+    r"|\biban\b|\brm -rf\b|\bpush --force\b|\bforce-push|\bdrop (?:table|database)\b|\bdelete (?:all|every)\b"
+    r"|\b(?:curl|wget|iwr)\b|\bremote scripts?\b|\bcredentials?\b|\bsecrets?\b|\btokens?\b",
+    r"\btransfiere\w*\b|\btransferencia\b|\bcuenta\b[^.!?\n]{0,20}\b[a-z]{2}\d{2}\b|\bborra (?:todo|todos)\b",
+    r"송금|이체|계좌|전부\s*삭제|모두\s*삭제",
+)
+# a report that quotes an injection it saw is not one
+_QUOTED_REPORT = re.compile(
+    r"injection|inyeccion|인젝션|incident|incidente|사례|contained|contenia|문구|phrase|frase|example|ejemplo|예시"
+)
+_QUOTED_SPAN = re.compile(r"'[^'\n]{3,80}'|\"[^\"\n]{3,80}\"|‘[^’\n]{3,80}’|“[^”\n]{3,80}”|«[^»\n]{3,80}»")
+_QUOTES = "'\"‘’“”«»「」『』"
+
+
+def _quoted(folded: str, start: int, end: int) -> bool:
+    before = folded[max(0, start - 2) : start]
+    after = folded[end : end + 12]
+    return any(q in before for q in _QUOTES) and any(q in after for q in _QUOTES)
+
+
+_SENTENCE_PATTERNS = (
+    ("_OVERRIDE", "asks to override its instructions"),
+    ("_RUN_FETCHED", "asks to run fetched code"),
+    ("_EXFILTRATE", "asks to send data away"),
+    ("_HIDE", "asks to hide something from the user"),
+)
+_LEET = str.maketrans("0134577@$|!", "oieasttasii")
+
+
+def _sentences(view: str, plain: str, field: str) -> list[Finding]:
+    """The sentence patterns over one view of the text (folded, or Korean spelled apart joined)."""
+    found: list[Finding] = []
+    if _GATE.search(view) is None:
+        return found
+    for name, what in _SENTENCE_PATTERNS:
+        pattern = globals()[name]
+        hit = pattern.search(view)
+        if hit is not None and pattern is _OVERRIDE and _quoted(view, hit.start(), hit.end()):
+            if _QUOTED_REPORT.search(view):
+                hit = None
+        if hit is not None:
+            quote = " ".join(hit.group().split())[:60]
+            found.append(Finding(INSTRUCTION, field, _position(hit.start(), view, plain), f"{what}: {quote!r}"))
+    if not found:
+        skip = _NO_CONFIRM.search(view)
+        if skip is not None and _DANGER.search(view) is not None:
+            quote = " ".join(skip.group().split())[:60]
+            where = _position(skip.start(), view, plain)
+            found.append(Finding(INSTRUCTION, field, where, f"asks to act unconfirmed: {quote!r}"))
+    return found
+
+
 def agent_instructions(text: str, field: str = "body") -> list[Finding]:
     """Where the text addresses the agent: override, run fetched code, send data away, hide from the user,
-    or a chat-template token. Read through homoglyphs, hidden characters, case and accents."""
+    or a chat-template token. Read through homoglyphs, hidden characters, case and accents, split words,
+    leetspeak and Korean spelled apart."""
     plain = strip_invisible(text)
     found: list[Finding] = []
     m = _TEMPLATE.search(plain)
@@ -486,19 +601,14 @@ def agent_instructions(text: str, field: str = "body") -> list[Finding]:
         found.append(Finding(INSTRUCTION, field, m.start() + 1, f"chat-template token {m.group().strip()[:30]!r}"))
     folded = fold(skeleton(plain))
     folded = folded.replace("`", " ").replace("*", "").replace("_", " ").replace("\u2019", "'")
-    if _GATE.search(folded) is not None:
-        for pattern, what in (
-            (_OVERRIDE, "asks to override its instructions"),
-            (_RUN_FETCHED, "asks to run fetched code"),
-            (_EXFILTRATE, "asks to send data away"),
-            (_HIDE, "asks to hide something from the user"),
-        ):
-            hit = pattern.search(folded)
-            if hit is not None:
-                quote = " ".join(hit.group().split())[:60]
-                found.append(Finding(INSTRUCTION, field, _position(hit.start(), folded, plain), f"{what}: {quote!r}"))
+    found += _sentences(folded, plain, field)
+    if not found and not folded.isascii() and any("\u1100" <= c <= "\ud7a3" for c in folded):
+        joined = hangul_joined(skeleton(plain))
+        if joined != folded:
+            found += _sentences(joined, plain, field)
     if not found:
-        squashed = _LETTERS_ONLY.sub("", folded)
+        source = _QUOTED_SPAN.sub(" ", folded) if _QUOTED_REPORT.search(folded) else folded
+        squashed = _LETTERS_ONLY.sub("", source.translate(_LEET))
         hit = _SQUASHED.search(squashed)
         if hit is not None:
             found.append(Finding(INSTRUCTION, field, 1, f"split or disguised words: {hit.group()!r}"))
@@ -513,9 +623,18 @@ def _position(i: int, folded: str, plain: str) -> int:
 # ---------------------------------------------------------------- (d) encoded payloads
 
 _BASE64_RUN = re.compile(r"[A-Za-z0-9+/_-]{40,}={0,2}")
+_BASE32_RUN = re.compile(r"\b[A-Z2-7]{40,}=*")
+_PERCENT_RUN = re.compile(r"(?:[^\s%]{0,16}%[0-9A-Fa-f]{2}){10,}")
 _HEX_RUN = re.compile(r"(?:\\x)?(?:[0-9a-fA-F]{2}(?:\\x|\s|,\s?0x|0x)?){40,}")
 _DECODE_RUN = re.compile(
-    r"base64\s+(?:-d|--decode|-D)\b[^\n]{0,40}\|\s*(?:sudo\s+)?(?:ba|z)?sh\b|\b(?:eval|exec)\s*\(\s*(?:atob|base64\.b64decode"
+    r"(?:\bbase(?:64|32)\s+(?:-d|--decode|-D)|\bxxd\s+-r|\bopenssl\s+(?:enc\s+)?-d|\bfrom(?:hex|base64)\b|b64decode|atob\()"
+    r"[^\n]{0,120}?(?:\)\s*[\"']?\s*$|\|\s*(?:sudo\s+)?(?:ba|z|k|da)?sh\b|\|\s*(?:python\d?|perl|node|ruby|iex|php)\b)"
+    r"|\b(?:eval|exec|iex|invoke-expression|(?:ba|z)?sh\s+-c)\b[^\n]{0,40}?\$?\(?[^\n]{0,200}?(?:base(?:64|32)\s+(?:-d|--decode|-D)"
+    r"|b64decode|atob|frombase64string|xxd\s+-r)|"
+    r"powershell(?:\.exe)?\b[^\n]{0,80}?\s[-/]e(?:c|nc|ncodedcommand)?\s+['\"]?[a-z0-9+/=]{16,}"
+    r"|\b(?:decode|decoded|decoding|decodifica|decodificar|decodificalo|descodifica|디코딩|복호화)\w*\b[^.\n]{0,80}?"
+    r"(?:\b(?:run|execute|exec|eval|pipe|ejecuta|ejecutar|ejecutalo|corre|correlo)\b|실행|돌려)"
+    r"|base(?:64|32|58)\s+(?:-d|--decode|-D)\b[^\n]{0,40}\|\s*(?:sudo\s+)?(?:ba|z)?sh\b|\b(?:eval|exec)\s*\(\s*(?:atob|base64\.b64decode"
     r"|b64decode|codecs\.decode|bytes\.fromhex|unhexlify|buffer\.from)\b|frombase64string|powershell(?:\.exe)?\s+(?:-\w+\s+)*-e(?:nc"
     r"(?:odedcommand)?)?\s+[a-z0-9+/=]{16,}|\bxxd\s+-r\b[^\n]{0,40}\|\s*(?:ba|z)?sh\b|\|\s*base64\s+-d\s*\|\s*(?:python|perl|node)",
     re.IGNORECASE,
@@ -525,6 +644,8 @@ _DECODE_RUN = re.compile(
 def _printable_share(data: bytes) -> float:
     if not data:
         return 0.0
+    if len(data) >= 8 and data[1::2].count(0) >= len(data) // 2 - 1:
+        data = data[0::2]  # UTF-16LE text (PowerShell's -EncodedCommand): every other byte is zero
     try:
         text = data.decode("utf-8")
     except UnicodeDecodeError:
@@ -553,6 +674,22 @@ def encoded_payloads(text: str, field: str = "body") -> list[Finding]:
         if data is not None and len(data) >= 30 and _printable_share(data) >= 0.95:
             found.append(Finding(PAYLOAD, field, m.start() + 1, f"{len(run)} base64 characters that decode to text"))
             return found
+    for m in _BASE32_RUN.finditer(text):
+        try:
+            data = base64.b32decode(m.group() + "=" * (-len(m.group()) % 8))
+        except (binascii.Error, ValueError):
+            continue
+        if len(data) >= 30 and _printable_share(data) >= 0.95:
+            found.append(
+                Finding(PAYLOAD, field, m.start() + 1, f"{len(m.group())} base32 characters that decode to text")
+            )
+            return found
+    for m in _PERCENT_RUN.finditer(text):
+        start = max(text.rfind(" ", 0, m.start()), text.rfind("\n", 0, m.start())) + 1
+        if "://" in text[start : m.end()] or "?" in text[start : m.start() + 1]:
+            continue  # a link's query string: percent escapes are how URLs carry text
+        found.append(Finding(PAYLOAD, field, m.start() + 1, f"{m.group().count('%')} percent-encoded characters"))
+        return found
     for m in _HEX_RUN.finditer(text):
         digits = re.sub(r"\\x|0x|[\s,]", "", m.group())
         try:
