@@ -25,9 +25,10 @@ import base64
 import binascii
 import re
 import unicodedata
+from collections.abc import Iterator
 from dataclasses import dataclass
 
-from .text import fold, hangul_joined, skeleton
+from .text import fold, hangul_joined, skeleton, word_starts
 
 INVISIBLE = "invisible"
 FETCH = "fetch"
@@ -136,6 +137,8 @@ def _name(ch: str) -> str:
 
 
 def _pictographic(ch: str) -> bool:
+    if not ch:
+        return False
     cp = ord(ch)
     return (
         0x1F000 <= cp <= 0x1FAFF
@@ -150,6 +153,8 @@ def _pictographic(ch: str) -> bool:
 
 def _emoji_part(ch: str) -> bool:
     """Part of an emoji sequence: a pictograph, a skin tone, a keycap, variation selector 16."""
+    if not ch:
+        return False
     cp = ord(ch)
     return _pictographic(ch) or 0x1F3FB <= cp <= 0x1F3FF or cp in (0xFE0F, 0x20E3) or 0x1F1E6 <= cp <= 0x1F1FF
 
@@ -264,7 +269,7 @@ def strip_invisible(text: str) -> str:
 
 # ---------------------------------------------------------------- (b) markup that fetches when rendered
 
-_REMOTE = r"(?:[a-z][a-z0-9+.-]*:)?//"  # https://, http://, ftp://, //host
+_REMOTE = r"(?:[a-z]{2,8}:)?//"  # https://, http://, ftp://, //host
 _MD_IMAGE = re.compile(r"!\[(?:[^\]\\]|\\.)*\]\s*\(\s*<?\s*(" + _REMOTE + r"[^)\s>]*)", re.IGNORECASE)
 _MD_IMAGE_REF = re.compile(r"!\[((?:[^\]\\]|\\.)*)\](?:\s*\[((?:[^\]\\]|\\.)*)\])?")
 _MD_DEFINITION = re.compile(r"^ {0,3}\[((?:[^\]\\]|\\.)+)\]:\s*<?(" + _REMOTE + r"\S*)", re.IGNORECASE | re.MULTILINE)
@@ -332,11 +337,171 @@ def _rx(*parts: str) -> re.Pattern[str]:
     return re.compile("|".join(f"(?:{p})" for p in parts))
 
 
+def _top_level(pattern: str) -> list[str]:
+    """A pattern's top-level alternatives (`a|b` → [a, b]; groups and classes kept whole)."""
+    out, cur, depth, i = [], "", 0, 0
+    while i < len(pattern):
+        c = pattern[i]
+        if c == "\\":
+            cur += pattern[i : i + 2]
+            i += 2
+            continue
+        if c == "[":
+            j = i + 1
+            if pattern[j : j + 1] == "^":
+                j += 1
+            if pattern[j : j + 1] == "]":
+                j += 1
+            while pattern[j] != "]":
+                j += 2 if pattern[j] == "\\" else 1
+            cur += pattern[i : j + 1]
+            i = j + 1
+            continue
+        if c == "(":
+            depth += 1
+        elif c == ")":
+            depth -= 1
+        elif c == "|" and depth == 0:
+            out.append(cur)
+            cur = ""
+            i += 1
+            continue
+        cur += c
+        i += 1
+    out.append(cur)
+    return out
+
+
+def _leading_words(part: str) -> list[str] | None:
+    """The literal starts of a pattern that opens with `\\b(?:a|b|...)` or a literal word: what a word of the text
+    must begin with for the pattern to match there (None: it opens otherwise and is searched the slow way)."""
+    body = part[2:] if part.startswith("\\b") else part
+    if body.startswith("(?:"):
+        depth, i, alts, cur = 0, 3, [], ""
+        while i < len(body):
+            c = body[i]
+            if c == "\\":
+                cur += body[i : i + 2]
+                i += 2
+                continue
+            if c == "(":
+                depth += 1
+            elif c == ")":
+                if depth == 0:
+                    alts.append(cur)
+                    break
+                depth -= 1
+            elif c == "|" and depth == 0:
+                alts.append(cur)
+                cur = ""
+                i += 1
+                continue
+            cur += c
+            i += 1
+        else:
+            return None
+    else:
+        alts = [body]
+    starts = []
+    for alt in alts:
+        lit = re.match(r"[a-z0-9'\u00c0-\ud7a3 -]*", alt).group()  # the literal letters before any operator
+        if alt[len(lit) : len(lit) + 1] in ("?", "*", "{"):
+            lit = lit[:-1]  # the last letter is optional
+        lit = lit.split(" ")[0].split("'")[0].split("-")[0]
+        if len(lit) < 2:
+            return None
+        starts.append(lit)
+    return starts
+
+
+class _Words:
+    """Alternatives tried only where a word of the text starts as one of them begins: each pattern is indexed by the
+    first letters of its opening words and matched anchored there (`match`, not `search`), so a memory costs one
+    dictionary look-up per word instead of every pattern tried at every position. Patterns that open otherwise are
+    searched whole."""
+
+    def __init__(self, *parts: str) -> None:
+        self.index: dict[str, list[re.Pattern[str]]] = {}
+        self.searched: list[re.Pattern[str]] = []
+        for part in (alt for whole in parts for alt in _top_level(whole)):
+            starts = _leading_words(part)
+            rx = re.compile(part[2:] if part.startswith("\\b") else part)
+            if starts is None or starts[0][0] >= "\u1100":  # Korean glues words: searched, not anchored
+                self.searched.append(re.compile(part))
+                continue
+            for start in starts:
+                bucket = self.index.setdefault(start[:2], [])
+                if rx not in bucket:
+                    bucket.append(rx)
+
+    def finditer(self, view: str, starts: dict[str, list[int]]) -> Iterator[re.Match[str]]:
+        for key, rxs in self.index.items():
+            for pos in starts.get(key, ()):
+                for rx in rxs:
+                    m = rx.match(view, pos)
+                    if m is not None:
+                        yield m
+        for rx in self.searched:
+            yield from rx.finditer(view)
+
+    def find(self, view: str, starts: dict[str, list[int]]) -> re.Match[str] | None:
+        return next(self.finditer(view, starts), None)
+
+    def search(self, sentence: str) -> re.Match[str] | None:
+        return self.find(sentence, _keyed(sentence))
+
+
+def _keyed(view: str) -> dict[str, list[int]]:
+    """Where each word of the text starts, by its first two letters: what `_Words` looks its patterns up by."""
+    keyed: dict[str, list[int]] = {}
+    for pos, word in word_starts(view):
+        keyed.setdefault(word[:2], []).append(pos)
+    return keyed
+
+
+class _All:
+    """A sentence that holds every one of the patterns, in any order: one linear search each, where one pattern
+    with stretches between its parts would backtrack through every combination."""
+
+    def __init__(self, *parts: str) -> None:
+        self.parts = [_Words(p) for p in parts]
+
+    def find(self, view: str, starts: dict[str, list[int]]) -> re.Match[str] | None:
+        for m in self.parts[0].finditer(view, starts):
+            sentence = _sentence_at(view, m.start())
+            if all(part.search(sentence) is not None for part in self.parts[1:]):
+                return m
+        return None
+
+
+class _Any:
+    """The first of several matchers (patterns or `_All`s) that finds something."""
+
+    def __init__(self, *matchers: re.Pattern[str] | _All) -> None:
+        self.matchers = matchers
+
+    def find(self, view: str, starts: dict[str, list[int]]) -> re.Match[str] | None:
+        for matcher in self.matchers:
+            m = matcher.find(view, starts)
+            if m is not None:
+                return m
+        return None
+
+
+def _sentence_at(view: str, pos: int) -> str:
+    """The sentence around `pos`: from the last line break or full stop followed by a space, to the next."""
+    begin = max(view.rfind("\n", 0, pos), view.rfind(". ", 0, pos), view.rfind("? ", 0, pos), view.rfind("! ", 0, pos))
+    ends = [
+        i for i in (view.find("\n", pos), view.find(". ", pos), view.find("? ", pos), view.find("! ", pos)) if i >= 0
+    ]
+    return view[begin + 1 : min(ends) if ends else len(view)]
+
+
 _W = r"[\w'-]*"  # the rest of a word
 _ANY = r"[^.!?\n]{0,60}?"  # a short stretch within one sentence
 
 # English, Spanish and Korean, over `fold`ed text (lower case, no accents, Hangul whole), homoglyphs mapped
-_OVERRIDE = _rx(
+_OVERRIDE = _Words(
     r"\b(?:ignore|disregard|forget|override|overrule|bypass|skip|drop|abandon|set aside|discard|do not follow"
     r"|don'?t follow|stop following|no longer follow)\b[^.!?\n]{0,40}?\b(?:previous|prior|above|earlier|preceding"
     r"|original|initial|system|safety|security|all|any|your|existing|current|developer|operator|the user'?s?)\b"
@@ -385,7 +550,7 @@ _OVERRIDE = _rx(
     r"(?:개발자|탈옥|제한\s*없는)\s*모드",
     r"새로운\s*(?:지시|지침|규칙)\s*:",
 )
-_RUN_FETCHED = _rx(
+_RUN_FETCHED_WORDS = _Words(
     r"\b(?:curl|wget|fetch|iwr|invoke-webrequest|irm|invoke-restmethod)\b[^|\n;]{0,200}\|\s*(?:sudo\s+)?(?:ba|z|k|da)?sh\b",
     r"\b(?:curl|wget|iwr|irm|invoke-webrequest|invoke-restmethod)\b[^|\n;]{0,200}\|\s*(?:sudo\s+)?(?:python\d?|perl|ruby|node"
     r"|iex|invoke-expression|powershell|pwsh|php)\b",
@@ -407,8 +572,8 @@ _RUN_FETCHED = _rx(
     r"\b(?:desde|de|en)\s+(?:" + _REMOTE + ")",
     # Korean
     r"(?:다운로드|내려받|받아)[^.!?\n]{0,40}?(?:실행|돌려)",
-    r"(?:" + _REMOTE + r")\S*[^.!?\n]{0,40}?(?:스크립트|코드|파일)?[^.!?\n]{0,20}?(?:실행|돌려)",
 )
+_RUN_FETCHED = _Any(_RUN_FETCHED_WORDS, _All("//", "(?:실행|돌려)"))
 _SENSITIVE = (
     r"(?:credentials?|passwords?|passwd|secrets?|api[ _-]?keys?|access[ _-]?keys?|private[ _-]?keys?|tokens?|"
     r"ssh[ _-]?keys?|id_rsa|id_ed25519|\.ssh\b|\.aws\b|\.env\b|\.netrc|\.npmrc|\.pypirc|\.git-credentials|"
@@ -419,43 +584,54 @@ _SENSITIVE = (
     r"credenciales|contrasenas?|claves?|secretos|tokens|llaves|archivos|historial|variables de entorno|"
     r"자격\s*증명|비밀번호|암호|토큰|키|인증\s*정보|환경\s*변수|개인\s*키|파일|대화\s*기록|시크릿)"
 )
-_EXFILTRATE = _rx(
-    r"\b(?:send|post|upload|forward|email|e-mail|mail|exfiltrate|transmit|leak|share|copy|pipe|paste|submit|sync"
-    r"|report|beacon|push)\b[^.!?\n]{0,80}?"
-    + _SENSITIVE
-    + r"[^.!?\n]{0,80}?\b(?:to|into|at|via)\b\s*(?:"
+_TO_OUTSIDE = (
+    r"\b(?:to|into|at|via)\b\s*(?:"
     + _REMOTE
-    + r"|[\w.+-]+@[\w-]+\.[\w.]+|(?:this|the|my|our|an?) (?:url|endpoint|webhook|server|address|email|inbox|gist"
-    r"|pastebin|channel))",
-    r"\b(?:send|post|upload|forward|email|exfiltrate|transmit|leak)\b[^.!?\n]{0,40}?\b(?:to|into)\b\s*(?:"
-    + _REMOTE
-    + r"|[\w.+-]+@[\w-]+\.[\w.]+)[^.!?\n]{0,80}?"
-    + _SENSITIVE,
-    r"\b(?:curl|wget|http|invoke-webrequest|iwr|nc|ncat|netcat)\b[^\n]{0,120}?(?:-d\s*@|--data(?:-binary)?\s*@"
-    r"|-f\s*['\"]?\w+=@|--upload-file|-t\s|-infile|<\s*~|\$\(cat\b|`cat\b|@~/|@\$home)",
-    r"\bcat\b[^|\n]{0,80}(?:\.ssh|\.aws|\.env|credentials|id_rsa|passwd|\.netrc)[^|\n]{0,40}\|\s*(?:curl|nc|ncat|netcat"
-    r"|wget|mail|base64)",
-    r"\b(?:include|append|embed|put|add|attach)\b[^.!?\n]{0,60}" + _SENSITIVE + r"[^.!?\n]{0,60}\b(?:in|into|to)\b"
-    r"[^.!?\n]{0,30}\b(?:url|link|image|query(?: string)?|request|repl(?:y|ies)|responses?|answers?|messages?|outputs?"
-    r"|comments?|commits?|issues?|pull requests?)\b",
-    r"\b(?:include|embed|put|append|encode|add)\s+(?:it|them|this|that|these|the (?:contents?|values?|results?|output))"
-    r"\s+(?:in|into|to|as)\s+(?:an?\s+|the\s+)?(?:markdown\s+|html\s+)?(?:image|img|url|link|query|request)",
-    # Spanish
-    r"\b(?:envia|enviar|envie|envien|manda|mandar|mande|sube|subir|suba|reenvia|reenviar|comparte|compartir|copia"
-    r"|copiar|filtra|transmite|publica)\b[^.!?\n]{0,80}?"
-    + _SENSITIVE
-    + r"[^.!?\n]{0,80}?\b(?:a|al|hacia|en)\b\s*(?:"
-    + _REMOTE
-    + r"|[\w.+-]+@[\w-]+\.[\w.]+|(?:esta|la|este|el|mi|nuestro|nuestra|un|una) (?:url|direccion|servidor|webhook"
-    r"|correo|endpoint))",
-    # Korean
-    r"(?:" + _REMOTE + r"|[\w.+-]+@[\w-]+\.[\w.]+)\S*[^.!?\n]{0,60}?(?:로|으로|에|에게)?[^.!?\n]{0,60}?"
-    r"(?:전송|보내|업로드|올려|전달|공유)",
-    _SENSITIVE
-    + r"[^.!?\n]{0,60}?(?:외부|서버|주소|웹훅|이메일|메일|공개|저장소|이슈|깃허브|github|gist)[^.!?\n]{0,30}?"
-    r"(?:전송|보내|업로드|올려|전달|붙여|공유)",
+    + r"|[\w.+-]+@[\w-]+\.[\w.]+|(?:this|the|my|our|an?|that) (?:url|endpoint|webhook"
+    r"|server|address|email|inbox|gist|pastebin|channel|bucket))"
 )
-_HIDE = _rx(
+_A_FUERA = (
+    r"\b(?:a|al|hacia|en)\b\s*(?:"
+    + _REMOTE
+    + r"|[\w.+-]+@[\w-]+\.[\w.]+|(?:esta|la|este|el|mi|nuestro|nuestra|un|una) "
+    r"(?:url|direccion|servidor|webhook|correo|endpoint))"
+)
+_SEND_VERB = (
+    r"\b(?:send|post|upload|forward|email|e-mail|mail|exfiltrate|transmit|leak|share|copy|pipe|paste|submit|sync"
+    r"|report|beacon|push)\b"
+)
+_EXFILTRATE = _Any(
+    _All(_SEND_VERB, _SENSITIVE, _TO_OUTSIDE),
+    _Words(
+        r"\b(?:curl|wget|http|invoke-webrequest|iwr|nc|ncat|netcat)\b[^\n]{0,120}?(?:-d\s*@|--data(?:-binary)?\s*@"
+        r"|-f\s*['\"]?\w+=@|--upload-file|-t\s|-infile|<\s*~|\$\(cat\b|`cat\b|@~/|@\$home)",
+        r"\bcat\b[^|\n]{0,80}(?:\.ssh|\.aws|\.env|credentials|id_rsa|passwd|\.netrc)[^|\n]{0,40}\|\s*(?:curl|nc|ncat"
+        r"|netcat|wget|mail|base64)",
+        r"\b(?:include|embed|put|append|encode|add)\s+(?:it|them|this|that|these|the (?:contents?|values?|results?|output))"
+        r"\s+(?:in|into|to|as)\s+(?:an?\s+|the\s+)?(?:markdown\s+|html\s+)?(?:image|img|url|link|query|request)",
+    ),
+    _All(
+        r"\b(?:include|append|embed|put|add|attach)\b",
+        _SENSITIVE,
+        r"\b(?:in|into|to)\b[^.!?\n]{0,30}\b(?:url|link|image|query(?: string)?|request|repl(?:y|ies)|responses?|answers?"
+        r"|messages?|outputs?|comments?|commits?|issues?|pull requests?)\b",
+    ),
+    # Spanish
+    _All(
+        r"\b(?:envia|enviar|envie|envien|manda|mandar|mande|sube|subir|suba|reenvia|reenviar|comparte|compartir|copia"
+        r"|copiar|filtra|transmite|publica)\b",
+        _SENSITIVE,
+        _A_FUERA,
+    ),
+    # Korean
+    _All(r"//|@[\w-]+\.", r"(?:전송|보내|업로드|올려|전달|공유)"),
+    _All(
+        _SENSITIVE,
+        r"(?:외부|서버|주소|웹훅|이메일|메일|공개|저장소|이슈|깃허브|github|gist)",
+        r"(?:전송|보내|업로드|올려|전달|붙여|공유)",
+    ),
+)
+_HIDE = _Words(
     r"\b(?:do not|don'?t|never|must not|mustn'?t|without)\s+(?:tell|telling|inform|informing|mention|mentioning"
     r"|notify|notifying|alert|alerting|reveal|revealing|show|showing|let|letting|disclose|disclosing|say|report"
     r"|reporting)\b[^.!?\n]{0,40}?\b(?:the user|the human|the person|the developer|the operator|them|him|her)\b"
@@ -514,30 +690,15 @@ _SQUASHED = re.compile(
     "|developermodeenabled|jailbreakmode"
 )
 _LETTERS_ONLY = re.compile(r"[^a-z]+")
-# a cheap gate: text with none of these stems needs no sentence patterns
-_GATE = re.compile(
-    r"pretend|restrict|reveal|print|repeat|dump|above|assume|imagine|act as|transcript|approv|confirm|ask|pregunt"
-    r"|permiso|확인|허락|승인|묻지|ignor|disregard|forget|overr|bypass|skip|drop|abandon|discard|follow|you are now|mode|instruction|system|rules"
-    r"|without|curl|wget|iwr|irm|invoke|iex|\| ?(?:ba|z)?sh|eval|python|node|perl|download|fetch|run |execute|source"
-    r"|send|post|upload|forward|mail|exfil|transmit|leak|share|copy|pipe|paste|submit|sync|report|beacon|push|cat "
-    r"|include|append|embed|put |add |tell|inform|mention|notify|alert|reveal|show|let |disclose|say|hide|conceal"
-    r"|keep|silent|secret|quiet|covert|remove|delete|olvid|omit|descart|desatiend|salta|anula|sigas|seguir|caso"
-    r"|eres|modo|nuevas|descarg|baja|obten|ejecut|corre|lanza|envi|mand|sube|suba|reenv|compart|copia|filtra|publica"
-    r"|digas|diga|decir|mencion|inform|avis|cuent|contar|revel|muestr|mostrar|ocult|escond|sepa|silencios|nunca"
-    r"|무시|잊|따르지|어기|우회|무효|해제|끄|프롬프트|모드|지시|다운로드|내려받|받아|실행|돌려|전송|보내|업로드|올려"
-    r"|전달|공유|알리지|말하지|보여주지|언급하지|알려주지|보고하지|몰래|모르게|눈치|숨기|숨겨|//|@"
-)
-
-
 # skipping the user's confirmation is a wish people have ("don't ask before fixing typos"); with money moved, data
 # destroyed or code fetched in the same memory it is the shape of a planted step
-_NO_CONFIRM = _rx(
+_NO_CONFIRM = _Words(
     r"\b(?:do not|don'?t|never|without|no need to)\s+(?:ask(?:ing)?|confirm(?:ing)?|check(?:ing)? with|prompt(?:ing)?)"
     r"\b[^.!?\n]{0,30}\b(?:user|them|confirm|confirmation|approval|first)\b|\bpre-?approved\b",
     r"\bsin (?:preguntar|pedir (?:confirmacion|permiso)|confirmar|avisar)\b|\bno (?:le )?pidas confirmacion\b",
     r"(?:확인|허락|승인)\s*(?:없이|불필요|받지\s*말)|묻지\s*(?:말|않)",
 )
-_DANGER = _rx(
+_DANGER = _Words(
     r"\btransfer\w*\b[^.!?\n]{0,40}\b(?:to|into) (?:account|iban|wallet)|\bwire\b[^.!?\n]{0,30}\b(?:to|money|funds)"
     r"|\biban\b|\brm -rf\b|\bpush --force\b|\bforce-push|\bdrop (?:table|database)\b|\bdelete (?:all|every)\b"
     r"|\b(?:curl|wget|iwr)\b|\bremote scripts?\b|\bcredentials?\b|\bsecrets?\b|\btokens?\b",
@@ -558,36 +719,73 @@ def _quoted(folded: str, start: int, end: int) -> bool:
     return any(q in before for q in _QUOTES) and any(q in after for q in _QUOTES)
 
 
-_SENTENCE_PATTERNS = (
-    ("_OVERRIDE", "asks to override its instructions"),
-    ("_RUN_FETCHED", "asks to run fetched code"),
-    ("_EXFILTRATE", "asks to send data away"),
-    ("_HIDE", "asks to hide something from the user"),
+# each group with the word stems a sentence must hold before its patterns run: a plain memory runs none of them
+_GROUPS = (
+    (
+        "_OVERRIDE",
+        "asks to override its instructions",
+        "ignor disregard forget overr bypass skip drop abandon aside discard follow instruction instead your note "
+        "message if<you <!-- now above preceding foregoing pretend act<as imagine assume reveal print show repeat "
+        "output leak dump mode new system behave respond without olvid omit descart desatiend salta anula sigas seguir "
+        "caso eres modo nuevas 무시 잊 따르지 어기 우회 무효 해제 끄 프롬프트 모드 새로운",
+    ),
+    (
+        "_RUN_FETCHED",
+        "asks to run fetched code",
+        "curl wget fetch iwr irm invoke iex sh eval python node perl ruby download get pull run execut source ejecut "
+        "corre lanza descarg baja obten remot 다운로드 내려받 받아 실행 돌려",
+    ),
+    (
+        "_EXFILTRATE",
+        "asks to send data away",
+        "send post upload forward mail exfil transmit leak share copy pipe paste submit sync report beacon push curl "
+        "wget http iwr nc netcat cat include append embed put add attach encode envi mand sube subir suba reenv "
+        "compart copia filtra publica 전송 보내 업로드 올려 전달 공유 붙여",
+    ),
+    (
+        "_HIDE",
+        "asks to hide something from the user",
+        "tell inform mention notify alert reveal show let disclos say report hide conceal keep silent secret quiet "
+        "covert without remove delete must should comply follow obey apply do never not n't no nunca sin oculta "
+        "escond cumple aplica sigue obedece silencios 사용자 몰래 모르게 숨기 숨겨 유저",
+    ),
 )
+_STEMS = {name: tuple(w.replace("<", " ") for w in stems.split()) for name, _, stems in _GROUPS}
+_CONFIRM_STEMS = tuple("ask confirm check prompt approv pregunt pedir pidas avisar 확인 허락 승인 묻지".split())
+# a sentence: up to a line break or a full stop followed by a space (the dot in a URL or `.env` does not end one)
+_SENTENCE = re.compile(r"(?:[^\n.!?。]|[.!?。](?=\S))+")
 _LEET = str.maketrans("0134577@$|!", "oieasttasii")
 
 
 def _sentences(view: str, plain: str, field: str) -> list[Finding]:
     """The sentence patterns over one view of the text (folded, or Korean spelled apart joined)."""
     found: list[Finding] = []
-    if _GATE.search(view) is None:
-        return found
-    for name, what in _SENTENCE_PATTERNS:
-        pattern = globals()[name]
-        hit = pattern.search(view)
-        if hit is not None and pattern is _OVERRIDE and _quoted(view, hit.start(), hit.end()):
-            if _QUOTED_REPORT.search(view):
-                hit = None
-        if hit is not None:
+    starts = _keyed(view)
+    for name, what, _ in _GROUPS:
+        for hit in _finditer(globals()[name], view, starts):
+            at, end = hit.start(), hit.end()
+            if name == "_OVERRIDE" and _quoted(view, at, end) and _QUOTED_REPORT.search(view):
+                continue  # a report quoting the injection it saw
             quote = " ".join(hit.group().split())[:60]
-            found.append(Finding(INSTRUCTION, field, _position(hit.start(), view, plain), f"{what}: {quote!r}"))
+            found.append(Finding(INSTRUCTION, field, _position(at, view, plain), f"{what}: {quote!r}"))
+            break
     if not found:
-        skip = _NO_CONFIRM.search(view)
-        if skip is not None and _DANGER.search(view) is not None:
+        skip = _NO_CONFIRM.find(view, starts)
+        if skip is not None and _DANGER.find(view, starts) is not None:
             quote = " ".join(skip.group().split())[:60]
-            where = _position(skip.start(), view, plain)
-            found.append(Finding(INSTRUCTION, field, where, f"asks to act unconfirmed: {quote!r}"))
+            found.append(
+                Finding(INSTRUCTION, field, _position(skip.start(), view, plain), f"asks to act unconfirmed: {quote!r}")
+            )
     return found
+
+
+def _finditer(matcher: _Words | _All | _Any, view: str, starts: dict[str, list[int]]) -> Iterator[re.Match[str]]:
+    if isinstance(matcher, _Words):
+        yield from matcher.finditer(view, starts)
+    else:
+        m = matcher.find(view, starts)
+        if m is not None:
+            yield m
 
 
 def agent_instructions(text: str, field: str = "body") -> list[Finding]:
@@ -623,7 +821,27 @@ def _position(i: int, folded: str, plain: str) -> int:
 # ---------------------------------------------------------------- (d) encoded payloads
 
 _BASE64_RUN = re.compile(r"[A-Za-z0-9+/_-]{40,}={0,2}")
-_BASE32_RUN = re.compile(r"\b[A-Z2-7]{40,}=*")
+_BASE32_RUN = re.compile(r"[A-Z2-7]{40,}=*")
+_HEX_HINT = re.compile(r"[0-9a-fA-F]{24}|\\x[0-9a-fA-F]{2}\\x|(?:[0-9a-fA-F]{2}[\s,]+){12}")
+_DECODE_HINTS = (
+    "base64",
+    "base32",
+    "base58",
+    "xxd",
+    "openssl",
+    "fromhex",
+    "frombase64",
+    "b64decode",
+    "atob",
+    "powershell",
+    "decod",
+    "descodific",
+    "디코딩",
+    "복호화",
+    "-enc",
+    "unhexlify",
+    "codecs",
+)
 _PERCENT_RUN = re.compile(r"(?:[^\s%]{0,16}%[0-9A-Fa-f]{2}){10,}")
 _HEX_RUN = re.compile(r"(?:\\x)?(?:[0-9a-fA-F]{2}(?:\\x|\s|,\s?0x|0x)?){40,}")
 _DECODE_RUN = re.compile(
@@ -657,7 +875,8 @@ def _printable_share(data: bytes) -> float:
 def encoded_payloads(text: str, field: str = "body") -> list[Finding]:
     """A run of base64 (40+ characters) or hex (40+ bytes) that decodes to text, or a decode-and-run command."""
     found: list[Finding] = []
-    m = _DECODE_RUN.search(text)
+    low = text.lower()
+    m = _DECODE_RUN.search(text) if any(hint in low for hint in _DECODE_HINTS) else None
     if m is not None:
         found.append(Finding(PAYLOAD, field, m.start() + 1, "decode-and-run command"))
         return found
@@ -684,13 +903,13 @@ def encoded_payloads(text: str, field: str = "body") -> list[Finding]:
                 Finding(PAYLOAD, field, m.start() + 1, f"{len(m.group())} base32 characters that decode to text")
             )
             return found
-    for m in _PERCENT_RUN.finditer(text):
+    for m in _PERCENT_RUN.finditer(text) if text.count("%") >= 10 else ():
         start = max(text.rfind(" ", 0, m.start()), text.rfind("\n", 0, m.start())) + 1
         if "://" in text[start : m.end()] or "?" in text[start : m.start() + 1]:
             continue  # a link's query string: percent escapes are how URLs carry text
         found.append(Finding(PAYLOAD, field, m.start() + 1, f"{m.group().count('%')} percent-encoded characters"))
         return found
-    for m in _HEX_RUN.finditer(text):
+    for m in _HEX_RUN.finditer(text) if _HEX_HINT.search(text) else ():
         digits = re.sub(r"\\x|0x|[\s,]", "", m.group())
         try:
             data = bytes.fromhex(digits[: len(digits) // 2 * 2])

@@ -236,3 +236,8 @@ def hangul_joined(text: str) -> str:
                 continue
         out.append(c)
     return unicodedata.normalize("NFC", "".join(out))
+
+
+def word_starts(text: str) -> list[tuple[int, str]]:
+    """(position, word) of every word of `words`' split, in order: where a pattern anchored at a word may start."""
+    return [(m.start(), m.group()) for m in _WORD.finditer(text)]
