@@ -398,6 +398,7 @@ class MemoryItem(BaseModel):
     entities: list[str]
     created: str
     updated: str
+    quarantine: str | None = None
 
 
 class BrowseAnswer(BaseModel):

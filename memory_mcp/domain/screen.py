@@ -214,8 +214,8 @@ def invisible_characters(text: str, field: str = "body") -> list[Finding]:
             continue
         elif cp == 0x00AD and before.isalpha() and after.isalpha():
             continue  # a soft hyphen inside a word is a hyphenation hint
-        if found and found[-1].what == _name(ch) and 0xE0000 <= cp <= 0xE007F:
-            continue
+        if 0xE0000 <= cp <= 0xE007F and before and 0xE0000 <= ord(before) <= 0xE007F:
+            continue  # a run of tag characters is one finding, at its start
         found.append(Finding(INVISIBLE, field, i + 1, _name(ch)))
     return found
 

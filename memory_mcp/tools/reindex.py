@@ -53,7 +53,9 @@ def reindex(
             s = o.session
             mismatches += [m.model_copy(update={"scope": o.scope}) for m in (_verify(s) if verify else [])]
             report, _ = s.rebuild(stage_reporter(progress, "index", o.scope))
-            quarantined += [f"{o.scope}: {p}" if len(opened) > 1 else p for p in report.quarantined]
+            # what the call's opening reconcile put in quarantine (new files), then what the rebuild did
+            held = dict.fromkeys([*o.report.quarantined, *report.quarantined])
+            quarantined += [f"{o.scope}: {p}" if len(opened) > 1 else p for p in held]
             auto_closed += [c.model_copy(update={"scope": o.scope}) for c in _close_stale_conflicts(svc, s)]
             files += report.scanned
             memories += reads.memory_count(s.conn)
