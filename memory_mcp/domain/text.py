@@ -215,9 +215,28 @@ def skeleton(text: str) -> str:
     return text if text.isascii() else text.translate(_CONFUSABLE)
 
 
-_HANGUL_GAP = re.compile(r"(?<=[\u1100-\u11ff\u3131-\u318e\uac00-\ud7a3])\s+(?=[\u1100-\u11ff\u3131-\u318e\uac00-\ud7a3])")
+_HANGUL_GAP = re.compile(
+    r"(?<=[\u1100-\u11ff\u3131-\u318e\uac00-\ud7a3])\s+(?=[\u1100-\u11ff\u3131-\u318e\uac00-\ud7a3])"
+)
 # a leading consonant (choseong) as the final consonant (jongseong) it is written as after a syllable
-_JONGSEONG = {0: 1, 1: 2, 2: 4, 3: 7, 5: 8, 6: 16, 7: 17, 9: 19, 10: 20, 11: 21, 12: 22, 14: 23, 15: 24, 16: 25, 17: 26, 18: 27}
+_JONGSEONG = {
+    0: 1,
+    1: 2,
+    2: 4,
+    3: 7,
+    5: 8,
+    6: 16,
+    7: 17,
+    9: 19,
+    10: 20,
+    11: 21,
+    12: 22,
+    14: 23,
+    15: 24,
+    16: 25,
+    17: 26,
+    18: 27,
+}
 
 
 def hangul_joined(text: str) -> str:
