@@ -5,6 +5,10 @@ if sys.argv[1:2] == ["merge-driver"]:  # git runs it once per merged file: skip 
 
     merge_driver(sys.argv[2:])
 
-from .edges.cli import main
+try:
+    from .edges.cli import main
+except KeyboardInterrupt:  # a Ctrl-C while the program is still loading: one line, not a traceback
+    print("memory-mcp: interrupted (Ctrl-C)", file=sys.stderr)
+    sys.exit(130)
 
 sys.exit(main())

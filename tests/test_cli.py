@@ -252,7 +252,7 @@ def test_help_lists_choices_and_defaults(store: Path) -> None:
 
     remember = words("remember", "--help")
     assert "--type {fact,preference,decision,episode,reference,knowledge,handoff}" in remember
-    assert "--trust {user-stated,agent-inferred,imported}" in remember
+    assert "--trust {user-stated,agent-inferred,imported,confirmed}" in remember
     assert "(default: fact)" in remember and "(default: user-stated)" in remember
     assert "local = the bound project's store" in remember and "Default: local when a project is bound" in remember
     recall = words("recall", "--help")

@@ -22,7 +22,7 @@ from pathlib import Path
 import httpx2
 import pytest
 
-from .helpers import http_server, http_tools, server_env
+from .helpers import frontmatter, http_server, http_tools, server_env
 
 pytestmark = pytest.mark.anyio
 
@@ -123,6 +123,8 @@ async def test_an_introspected_token_is_accepted_only_when_active_meant_for_this
             async with http_tools(server, token="good-token") as t:
                 made = await t.remember("Introspected", "An OAuth client remembered this.")
                 found = await t.recall("oauth client remembered")
+            # the memory says who wrote it: the client's name and version, and the token's subject (issue 44)
+            assert frontmatter(store / made["path"])["origin"].endswith(" (token subject dana)")
             assert found["results"][0]["id"] == made["id"]
             assert [token for token, _ in auth.calls] == ["good-token"]
             expected = "Basic " + base64.b64encode(b"memory-server:s3cret-for-introspection").decode()

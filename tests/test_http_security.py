@@ -9,13 +9,21 @@ from __future__ import annotations
 
 import json
 import os
+import secrets
+import selectors
+import socket
 import subprocess
 import sys
+import threading
+import time
+import urllib.parse
 from pathlib import Path
 
+import anyio
 import httpx2
+import pytest
 
-from .helpers import HttpServer, http_server, server_env
+from .helpers import HttpServer, http_server, http_tools, server_env
 
 LEGACY = "2025-11-25"
 ACCEPT = "application/json, text/event-stream"
@@ -67,6 +75,10 @@ class Session:
         return h | extra
 
 
+def _percent(text: str) -> str:
+    return "".join(f"%{b:02X}" for b in text.encode())
+
+
 def _remember(n: int) -> dict:
     args = {"title": f"Refused write {n}", "body": f"This must never be stored ({n})."}
     return {
@@ -98,6 +110,15 @@ def test_refused_requests_change_nothing_and_say_why(store: Path) -> None:
             ("token in the query only", f"{url}?access_token={token}", session.headers(token=None), 400),
             ("token in the query and the header", f"{url}?access_token={token}", session.headers(), 400),
             ("token as another query value", f"{url}?key={token}", session.headers(), 400),
+            ("token as a bare query key", f"{url}?{token}", session.headers(), 400),
+            ("token as a bare key after another", f"{url}?x=1&{token}", session.headers(), 400),
+            ("token after ;", f"{url}?x=1;{token}", session.headers(), 400),
+            ("access_token after ;", f"{url}?x=1;access_token={token}", session.headers(token=None), 400),
+            ("access_token without a value", f"{url}?ACCESS_TOKEN", session.headers(), 400),
+            ("token percent-encoded as a key", f"{url}?{_percent(token)}", session.headers(), 400),
+            ("token percent-encoded twice", f"{url}?k={_percent(_percent(token))}", session.headers(), 400),
+            ("token in the path", f"{url}/{token}", session.headers(), 400),
+            ("another token-shaped value", f"{url}?state={secrets.token_urlsafe(32)}", session.headers(), 400),
             ("foreign Host", url, session.headers(Host=f"evil.example.com:{port}"), 421),
             ("foreign Host, no token", url, session.headers(token=None, Host=f"evil.example.com:{port}"), 401),
             ("foreign Origin", url, session.headers(Origin="http://evil.example.com"), 403),
@@ -106,6 +127,7 @@ def test_refused_requests_change_nothing_and_say_why(store: Path) -> None:
         ]
         for n, (what, target, headers, status) in enumerate(cases, 1):
             r = http.post(target, json=_remember(n), headers=headers)
+            assert str(r.request.url) == target, f"{what}: the client changed the URL to {r.request.url}"
             assert r.status_code == status, f"{what}: {r.status_code} {r.text[:200]}"
             if status == 401:
                 challenge = r.headers["www-authenticate"]
@@ -234,3 +256,206 @@ def test_a_remote_bind_warns_that_tls_belongs_to_a_proxy(store: Path) -> None:
         assert r.status_code == 200 and _rpc(body, r)["result"]["isError"] is False, r.text[:200]
         r = http.post(server.url, json=_remember(2), headers=session.headers(token=None, Host="memory.example.org"))
         assert r.status_code == 401
+
+
+# ---------------------------------------------------------------- hostile connections: slow heads, unread bodies
+
+HEAD_SECONDS = 10  # memory_mcp.edges.http.connections.HEAD_SECONDS: the server's deadline for a request head
+GIVE_UP_S = HEAD_SECONDS + 20  # every wait below is bounded by this; none of them is a timing assertion
+
+
+def _port(server: HttpServer) -> int:
+    return int(server.base.rsplit(":", 1)[1])
+
+
+def _half_head(port: int) -> bytes:
+    return f"POST /mcp HTTP/1.1\r\nHost: 127.0.0.1:{port}\r\nContent-Type: application/json\r\nX-Slow: ".encode()
+
+
+class SlowHeads:
+    """`count` loopback sockets that each send half a request head and then nothing. While it runs, a socket
+    the server closes is opened again, at most `burst` every tenth of a second, so hostile connections stay
+    open the whole time; `stop` ends that and leaves the open ones for the deadline to close."""
+
+    def __init__(self, port: int, count: int, burst: int = 32) -> None:
+        self.port, self.count, self.burst = port, count, burst
+        self.selector = selectors.DefaultSelector()
+        self.stopping = threading.Event()
+        self.reopened = 0
+        self.lock = threading.Lock()
+        for _ in range(count):
+            self._open()
+        self.thread = threading.Thread(target=self._run, daemon=True)
+        self.thread.start()
+
+    def _open(self) -> None:
+        sock = socket.create_connection(("127.0.0.1", self.port), timeout=10)
+        sock.sendall(_half_head(self.port))
+        sock.setblocking(False)
+        self.selector.register(sock, selectors.EVENT_READ)
+
+    def _closed_by_server(self, timeout: float) -> list[tuple[socket.socket, bytes]]:
+        """The sockets the server closed (or answered) within `timeout`, unregistered and closed here."""
+        done = []
+        for key, _ in self.selector.select(timeout):
+            sock = key.fileobj
+            assert isinstance(sock, socket.socket)
+            try:
+                answer = sock.recv(4096)
+            except OSError:
+                answer = b""
+            self.selector.unregister(sock)
+            sock.close()
+            done.append((sock, answer))
+        return done
+
+    def _run(self) -> None:
+        owed = 0
+        while not self.stopping.is_set():
+            tick = time.monotonic() + 0.1
+            with self.lock:
+                owed += len(self._closed_by_server(0.1))
+                for _ in range(min(owed, self.burst)):
+                    self._open()
+                    owed -= 1
+                    self.reopened += 1
+            self.stopping.wait(max(0.0, tick - time.monotonic()))
+
+    def open_now(self) -> int:
+        with self.lock:
+            return len(self.selector.get_map())
+
+    def stop(self) -> None:
+        self.stopping.set()
+        self.thread.join(timeout=10)
+
+    def wait_closed_by_server(self, give_up_s: float, all_of_them: bool = True) -> list[bytes]:
+        """What the server sent each socket it closed within `give_up_s`; with `all_of_them`, the wait ends
+        when none is left open, and raises if one outlives it."""
+        answers = []
+        end = time.monotonic() + give_up_s
+        while self.selector.get_map() and time.monotonic() < end:
+            answers += [answer for _, answer in self._closed_by_server(min(0.5, give_up_s))]
+        if all_of_them:
+            left = len(self.selector.get_map())
+            assert not left, f"{left} slow heads still open after {give_up_s} s"
+        return answers
+
+    def close(self) -> None:
+        self.stop()
+        for key in list(self.selector.get_map().values()):
+            key.fileobj.close()  # type: ignore[union-attr]
+        self.selector.close()
+
+
+def _read_response(sock: socket.socket) -> bytes:
+    """One whole response with a Content-Length (socket timeout: the caller's bound)."""
+    data = b""
+    while b"\r\n\r\n" not in data:
+        data += sock.recv(65536)
+    head, _, body = data.partition(b"\r\n\r\n")
+    length = int(next(line for line in head.lower().split(b"\r\n") if line.startswith(b"content-length:"))[15:])
+    while len(body) < length:
+        body += sock.recv(65536)
+    return head + b"\r\n\r\n" + body
+
+
+def _read_until_closed(sock: socket.socket) -> bytes:
+    """Everything the server sends until it closes the connection (socket timeout: the caller's bound)."""
+    data = b""
+    while chunk := sock.recv(65536):
+        data += chunk
+    return data
+
+
+@pytest.mark.anyio
+async def test_a_slow_head_flood_keeps_no_authorised_call_out_and_every_head_has_a_deadline(store: Path) -> None:
+    """520 sockets that send half a request head and stop (the count that made every call 503 on 15edb0e),
+    reopened as the server drops them: authorised calls through the SDK's client are answered meanwhile; once
+    the flood stops reopening, every slow head (one trickled a byte at a time, one on a kept-alive connection
+    too) is answered 408 and closed at the server's head deadline."""
+    with http_server(store) as server:
+        port = _port(server)
+        flood = SlowHeads(port, 520)
+        try:
+            assert flood.open_now() >= 256
+            with anyio.fail_after(GIVE_UP_S):
+                async with http_tools(server) as t:
+                    made = await t.remember("Written under a flood", "The marker word is slowlorisxq.")
+                    assert [r["id"] for r in (await t.recall("slowlorisxq"))["results"]] == [made["id"]]
+                    assert (await t.status())["total"] == 1
+            assert flood.open_now() >= 200, "the calls were answered only once the hostile connections were gone"
+            assert flood.reopened > 0, "the server never made room for a newcomer"
+            flood.stop()
+            flood.wait_closed_by_server(0.5, all_of_them=False)  # those dropped to make room, not seen yet
+
+            # a kept-alive connection of a token holder: its next head is bounded too
+            kept = socket.create_connection(("127.0.0.1", port), timeout=GIVE_UP_S)
+            metadata = f"GET /.well-known/oauth-protected-resource/mcp HTTP/1.1\r\nHost: 127.0.0.1:{port}\r\n"
+            kept.sendall(f"{metadata}Authorization: Bearer {server.token}\r\n\r\n".encode())
+            answer = _read_response(kept)
+            assert answer.startswith(b"HTTP/1.1 200 ") and b"connection: close" not in answer.lower()
+            kept.sendall(_half_head(port))
+            # one that trickles its head a byte at a time does not extend its deadline
+            trickle = socket.create_connection(("127.0.0.1", port), timeout=1)
+            trickle.sendall(_half_head(port))
+            started = time.monotonic()
+            while time.monotonic() - started < GIVE_UP_S:
+                try:
+                    trickle.sendall(b"x")
+                    if trickle.recv(65536):
+                        break
+                except TimeoutError:
+                    continue
+                except OSError:
+                    break
+            trickled = time.monotonic() - started
+            trickle.close()
+            assert trickled < GIVE_UP_S, "a head sent a byte a second was never cut off"
+
+            # those still open when the flood stopped (the newest; the two above may have pushed out two more)
+            answers = flood.wait_closed_by_server(GIVE_UP_S)
+            timed_out = [a for a in answers if a.startswith(b"HTTP/1.1 408 ")]
+            assert len(timed_out) >= 200 and all(a == b"" for a in answers if a not in timed_out), answers[:3]
+            assert _read_until_closed(kept).startswith(b"HTTP/1.1 408 ")
+            kept.close()
+        finally:
+            flood.close()
+        # the server still answers, and the flood wrote nothing
+        async with http_tools(server) as t:
+            assert (await t.status())["total"] == 1
+
+
+def test_a_request_without_a_valid_token_is_refused_before_its_body_is_read(tmp_path: Path) -> None:
+    """A head announcing a 4 MB body, with no token or a wrong one, is answered 401 and closed without a byte
+    of the body sent; so is a request to another path, and the metadata document read without a token.
+    The server's token here is a hand-written one with URL separators in it: in a query it is still found."""
+    store = tmp_path / "store"
+    token_file = tmp_path / "http-token"
+    token_file.write_text("hand/written=token;" + secrets.token_urlsafe(24) + "\n")
+    token_file.chmod(0o600)
+    with http_server(store, token_file=token_file) as server:
+        port = _port(server)
+        token = server.token
+        head = f"Host: 127.0.0.1:{port}\r\nAccept: {ACCEPT}\r\nContent-Type: application/json\r\n"
+        cases = [
+            ("no token", "POST /mcp", "", b"401"),
+            ("wrong token", "POST /mcp", f"Authorization: Bearer {token[:-1]}x\r\n", b"401"),
+            ("another path", "POST /upload", "", b"404"),
+            ("token in the query", f"POST /mcp?k={urllib.parse.quote(token, safe='')}", "", b"400"),
+            ("token in the query, as it is", f"POST /mcp?{token}", "", b"400"),
+        ]
+        for what, request_line, extra, status in cases:
+            with socket.create_connection(("127.0.0.1", port), timeout=10) as sock:
+                sock.sendall(f"{request_line} HTTP/1.1\r\n{head}{extra}Content-Length: 4000000\r\n\r\n".encode())
+                try:
+                    answer = _read_until_closed(sock)
+                except TimeoutError:
+                    raise AssertionError(f"{what}: no answer in 10 s without the body (it waits for it)") from None
+            assert answer.startswith(b"HTTP/1.1 " + status + b" "), (what, answer[:200])
+            assert b"connection: close" in answer.lower(), what
+        with socket.create_connection(("127.0.0.1", port), timeout=10) as sock:
+            sock.sendall(f"GET /.well-known/oauth-protected-resource/mcp HTTP/1.1\r\n{head}\r\n".encode())
+            answer = _read_until_closed(sock)
+        assert answer.startswith(b"HTTP/1.1 200 ") and b'"resource"' in answer
+    assert not (store / "memories").exists() or not list((store / "memories").rglob("*.md"))

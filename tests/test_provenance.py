@@ -6,6 +6,7 @@ protocol eras), the CLI as a subprocess, and a sync between two clones of a real
 
 from __future__ import annotations
 
+import json
 import subprocess
 import sys
 from pathlib import Path
@@ -14,7 +15,8 @@ import mcp
 import pytest
 from mcp.types import Implementation
 
-from .helpers import Tools, frontmatter, server_env
+from .helpers import Tools, frontmatter, hand_memory, http_server, server_env, settle, write_file
+from .sync_support import Machine, machines
 
 AGENT = Implementation(name="test-agent", version="9.1")
 
@@ -71,3 +73,140 @@ def test_the_cli_records_itself_and_a_person_confirms_through_it(tmp_path: Path)
     assert done.returncode == 0, done.stderr
     assert frontmatter(path)["trust"] == "confirmed"
     assert frontmatter(path)["origin"] == "cli"  # where it came from does not change with an edit
+
+
+@pytest.mark.anyio
+async def test_every_answer_says_where_a_memory_came_from_and_older_files_say_unknown(tmp_path: Path) -> None:
+    store = tmp_path / "store"
+    # a memory written before origins were recorded: present before the index is first built
+    write_file(store / "memories" / "old.md", hand_memory("OLD1", "Staging runs on Fly", "Fly.io, region ams."))
+    async with _stdio(store, "auto") as client:
+        tools = Tools(client)
+        made = await tools.remember(
+            "Prefers tabs for indentation", "Tabs everywhere.", type="preference", trust="user-stated"
+        )
+        await tools.remember("The CI is probably slow on Mondays", "A guess from two runs.")
+        # a person adds a file by hand once the index exists: reconcile tells it apart (in the index only)
+        settle()
+        write_file(store / "memories" / "hand.md", hand_memory("HAND1", "Backups at 02:00", "Nightly, UTC."))
+        read = await tools.ok("memory_read", id=made["id"])
+        assert (read["trust"], read["origin"]) == ("user-stated", "mcp test-agent 9.1")
+        assert (await tools.ok("memory_read", id="OLD1"))["origin"] == "origin unknown"
+        assert (await tools.ok("memory_read", id="HAND1"))["origin"] == "hand edit"
+        assert "origin" not in frontmatter(store / "memories" / "hand.md")  # the person's file is not rewritten
+        recall = await tools.client.call_tool("memory_recall", {"query": "tabs indentation"})
+        (hit,) = [r for r in recall.structured_content["results"] if r["id"] == made["id"]]
+        assert (hit["trust"], hit["origin"]) == ("user-stated", "mcp test-agent 9.1")
+        assert "by test-agent 9.1" in recall.content[0].text
+        status = await tools.ok("memory_status")
+        assert status["by_origin"] == {"mcp test-agent 9.1": 2, "hand edit": 1, "origin unknown": 1}
+        text = (await client.read_resource("memory://context")).contents[0].text
+    assert "(preference, stated by the user, as recorded by test-agent 9.1)" in text
+    assert "(fact, inferred by test-agent 9.1)" in text
+    assert "(fact, user-stated, origin unknown)" in text
+    assert "(fact, stated by the user, through a hand edit)" in text
+
+    # a person confirms through the CLI: confirmed memories come first, under their own heading
+    assert cli(store, "update", "edit", "OLD1", "--trust", "confirmed").returncode == 0
+    context = cli(store, "context").stdout
+    assert context.index("## What the user confirmed") < context.index("## What the user stated")
+    assert "- **Staging runs on Fly** (fact): " in context
+    status = cli(store, "status").stdout
+    assert "  origin: 2 mcp test-agent 9.1, 1 hand edit, 1 origin unknown\n" in status
+
+
+def test_the_browser_view_shows_origins_and_a_person_confirms_there(tmp_path: Path) -> None:
+    from starlette.testclient import TestClient
+
+    from memory_mcp.edges.web import WebView
+    from memory_mcp.tools.service import MemoryService
+
+    from .test_web import ORIGIN, PORT, edit_form, post
+
+    store = tmp_path / "store"
+    assert cli(store, "remember", "Team prefers tabs", "Tabs in every repository.").returncode == 0
+    (path,) = (store / "memories").glob("*.md")
+    mem_id = frontmatter(path)["id"]
+    service = MemoryService(store)
+    try:
+        with TestClient(WebView(service, PORT).app, base_url=ORIGIN) as client:
+            assert '<span class="chip origin" title="where it came from">cli</span>' in client.get("/memories").text
+            assert '<span class="origin" title="where it came from">cli</span>' in client.get(f"/memory/{mem_id}").text
+            _, form = edit_form(client, mem_id)
+            assert "confirmed" in client.get(f"/memory/{mem_id}/edit").text  # the form offers it
+            form["trust"] = "confirmed"
+            assert post(client, f"/memory/{mem_id}/edit", form, None).status_code == 303
+    finally:
+        service.close()
+    assert frontmatter(path)["trust"] == "confirmed" and frontmatter(path)["origin"] == "cli"
+
+
+def _identity(m: Machine, name: str) -> None:
+    (m.home / "gitconfig").write_text(f"[user]\n\tname = {name}\n\temail = {name.lower()}@example.com\n")
+
+
+def test_a_teammates_new_memories_are_named_before_they_are_trusted(tmp_path: Path) -> None:
+    remote, (ana, ben) = machines(tmp_path, 2)
+    _identity(ana, "Ana")
+    _identity(ben, "Ben")
+    ana.cli("remember", "Deploys only on Tuesdays", "Tuesday to Thursday, never Friday.", "--type", "preference")
+    ana.sync("--init", str(remote), "--branch", "main")
+    ben.cli("remember", "Ben prefers dark mode", "In every editor.", "--type", "preference")
+    got = ben.sync("--init", str(remote), "--branch", "main")
+    assert got["from_teammates"] == {"Ana <ana@example.com>": [_id_of(ben, "Deploys only on Tuesdays")]}
+
+    # the canon names the author of the change, then what the sender's file said
+    meta = frontmatter(_path_of(ben, "Deploys only on Tuesdays"))
+    assert meta["origin"] == "sync from Ana <ana@example.com>; cli"
+    context = ben.cli("context").stdout
+    teammates = context[context.index("## New from teammates (1, at the last sync)") :]
+    assert "- 1 from Ana <ana@example.com>: Deploys only on Tuesdays\n" in teammates
+    stated = context[context.index("## What the user stated") : context.index("## Also worth knowing")]
+    assert "Ben prefers dark mode" in stated and "Deploys only on Tuesdays" not in stated
+    assert "(preference, from Ana <ana@example.com>, stated by them, through the CLI)" in context
+    read = json.loads(ben.cli("read", _id_of(ben, "Deploys only on Tuesdays"), "--json").stdout)
+    assert read["origin"] == "sync from Ana <ana@example.com>; cli"
+
+    # back on Ana's machine her memory is still hers, and nothing of her own is new from a teammate
+    ana.sync()
+    context = ana.cli("context").stdout
+    stated = context[context.index("## What the user stated") :]
+    assert "Deploys only on Tuesdays" in stated.split("\n## ")[0]
+    assert "- 1 from Ben <ben@example.com>: Ben prefers dark mode" in context
+    assert "from Ana" not in context
+
+
+def _path_of(m: Machine, title: str) -> Path:
+    (path,) = [p for p in m.memories.glob("*.md") if f"# {title}\n" in p.read_text(encoding="utf-8")]
+    return path
+
+
+def _id_of(m: Machine, title: str) -> str:
+    return str(frontmatter(_path_of(m, title))["id"])
+
+
+@pytest.mark.anyio
+@pytest.mark.parametrize("mode", ["auto", "legacy"])
+async def test_over_http_the_origin_names_the_authenticated_principal(tmp_path: Path, mode: str) -> None:
+    from mcp.client.streamable_http import streamable_http_client
+    from mcp.shared._httpx_utils import create_mcp_http_client
+
+    store = tmp_path / "store"
+    with http_server(store) as server:
+        headers = {"Authorization": f"Bearer {server.token}"}
+        async with create_mcp_http_client(headers=headers) as http:
+            transport = streamable_http_client(server.url, http_client=http)
+            async with mcp.Client(transport, mode=mode, client_info=AGENT) as client:
+                made = await Tools(client).remember("Remote agent note", "Written over HTTP.")
+    assert frontmatter(store / made["path"])["origin"] == "mcp test-agent 9.1 (static token)"
+
+
+def test_an_import_records_the_importer_and_its_file(tmp_path: Path) -> None:
+    store = tmp_path / "store"
+    notes = tmp_path / "notes"
+    write_file(notes / "deploys.md", "# Deploys\n\nDeploys happen on Tuesdays.\n")
+    done = cli(store, "import", "markdown", str(notes))
+    assert done.returncode == 0, done.stderr
+    (path,) = (store / "memories").glob("*.md")
+    meta = frontmatter(path)
+    assert meta["trust"] == "imported" and meta["origin"] == "import markdown notes"

@@ -389,7 +389,7 @@ EXPECTED_REASONS = {
     "memories/big-int.md": "bad YAML value",
     "memories/no-id.md": "missing id",
     "memories/unclosed.md": "not closed",
-    "memories/empty.md": "missing id",
+    "memories/empty.md": "no frontmatter",
     "memories/fm-too-big.md": f"frontmatter larger than {canon.MAX_FRONTMATTER_BYTES} bytes",
     "memories/surrogate.md": "lone surrogate",
     "memories/surrogate-dup.md": "duplicate key",

@@ -220,15 +220,35 @@ def test_dictionary_takes_the_union_of_aliases(pair) -> None:
 
 def test_a_failing_merge_never_leaves_markers_sync_keeps_both(pair) -> None:
     a, b = pair
-    # ours is not a memory any more (broken YAML): the memory-aware merge refuses, sync keeps both versions
+    # ours is not a memory any more (broken YAML), pushed with plain git (sync would keep it here): the
+    # memory-aware merge refuses, sync keeps both versions
     replace_in(a.memories / NAME, "type: fact", "type: [fact")
-    a.sync()
+    a.git("-c", "user.name=t", "-c", "user.email=t@x", "commit", "-qam", "by hand")
+    a.git("push", "-q", "origin", "HEAD:main")
     replace_in(b.memories / NAME, "Owner: infra.", "Owner: ops.")
     out = b.sync()
     assert any("memory-aware merge failed" in note and "kept both versions" in note for note in out["surfaced"])
     converge(a, b, clean=False)  # A's broken file stays A's broken file (listed as unparseable), never a marker
     texts = [d.decode() for d in a.files().values()]
     assert len(texts) == 2 and any("Owner: ops." in t for t in texts) and any("type: [fact" in t for t in texts)
+
+
+def test_a_file_that_cannot_be_parsed_stays_here_until_fixed_and_then_merges(pair) -> None:
+    a, b = pair
+    replace_in(a.memories / NAME, "type: fact", "type: [fact")
+    replace_in(a.memories / NAME, "Backups run nightly.", "Backups run hourly.")
+    out = a.sync()
+    assert any(NAME in n and "cannot be parsed" in n for n in out["surfaced"]), out["surfaced"]
+    assert "[fact" not in a.git("show", f"origin/main:memories/{NAME}")
+    replace_in(b.memories / NAME, "Owner: infra.", "Owner: ops.")
+    b.sync()
+    refused = a.cli("sync", code=1)  # B's edit cannot be merged into a file A holds back: said, nothing lost
+    assert NAME in refused.stderr and "holds back" in refused.stderr
+    assert "[fact" in (a.memories / NAME).read_text() and "hourly" in (a.memories / NAME).read_text()
+    replace_in(a.memories / NAME, "type: [fact", "type: fact")
+    converge(a, b)
+    text = (b.memories / NAME).read_text()
+    assert "Owner: ops." in text and "Backups run hourly." in text
 
 
 def test_private_memories_never_travel_and_a_hand_commit_blocks_the_push(pair) -> None:
@@ -241,7 +261,7 @@ def test_private_memories_never_travel_and_a_hand_commit_blocks_the_push(pair) -
     a.git("add", "memories/private.md")
     a.git("-c", "user.name=t", "-c", "user.email=t@x", "commit", "-qm", "by hand", "--no-verify")
     refused = a.sync(code=2)
-    assert "marked `sync: local`" in refused["stderr"]
+    assert "private.md" in refused["stderr"] and "private (`sync: local`)" in refused["stderr"]
 
 
 def test_usage_errors_exit_2_with_a_fix(tmp_path: Path) -> None:

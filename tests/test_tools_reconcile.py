@@ -134,6 +134,7 @@ async def _archived_memory_edited_by_hand_becomes_active(tools: Tools, store: Pa
 BAD_FILES = {
     "bad-yaml.md": ("---\nid: [unclosed\ntype: fact\n---\n# Bad YAML\n\nbody\n", "bad YAML"),
     "no-id.md": ("---\ntype: fact\nstate: active\n---\n# No id\n\nbody\n", "missing id"),
+    "plain-note.md": ("# Just a note\n\nNo frontmatter at all.\n", "no frontmatter"),
     "zombie.md": (hand_memory("zombie-0001", "Unknown state", "body", state="zombie"), "unknown state 'zombie'"),
     "alias.md": ("---\nid: alias-0001\nentities: &e [a]\nsupersedes: *e\n---\n# Alias\n\nbody\n", "YAML"),
     "unclosed.md": ("---\nid: open-0001\n# Never closed\n\nbody\n", "not closed"),
@@ -173,7 +174,7 @@ async def test_unparseable_files_are_reported_not_fatal_and_heal(tools: Tools, s
     write_file(memories / "bad-yaml.md", hand_memory("yaml-0001", "Fixed YAML", "kubernetes was here"))
     write_file(memories / "no-id.md", hand_memory("noid-0001", "Fixed id", "kubernetes too"))
     write_file(memories / "zombie.md", hand_memory("zombie-0001", "Known state", "kubernetes also", state="archived"))
-    for name in ("alias.md", "unclosed.md", "latin1.md"):
+    for name in ("alias.md", "unclosed.md", "latin1.md", "plain-note.md"):
         (memories / name).unlink()
     found = await tools.recall("kubernetes", limit=10)
     assert {r["id"] for r in found["results"]} == {good["id"], "yaml-0001", "noid-0001", "zombie-0001"}

@@ -353,3 +353,11 @@ def test_inspector_cli_finds_no_portability_warnings(store: Path) -> None:
     )
     assert call.returncode == 0, call.stderr
     assert json.loads(call.stdout)["result"]["structuredContent"]["total"] == 0
+    # resources and prompts as before
+    for args, check in (
+        (["--method", "resources/read", "--uri", "memory://context"], lambda r: r["contents"][0]["text"]),
+        (["--method", "prompts/get", "--prompt-name", "memory_start"], lambda r: r["messages"][0]["content"]["text"]),
+    ):
+        done = subprocess.run([*command, *args], capture_output=True, text=True, timeout=120, env=server_env(store))
+        assert done.returncode == 0, done.stderr
+        assert "# Memory context" in check(json.loads(done.stdout)), done.stdout

@@ -320,7 +320,10 @@ def parse(data: bytes, fallback_title: str, fallback_time: str) -> Memory:
     """Parse one canon file's bytes into a Memory, or raise CanonError with the reason."""
     if len(data) > MAX_FILE_BYTES:
         raise CanonError(f"file larger than {MAX_FILE_BYTES} bytes")
-    meta, content, content_line = split(decode(data), round_trip=False)
+    text = decode(data)
+    if not HANDLER.detect(text):
+        raise CanonError("no frontmatter (a memory file starts with a '---' block that holds its id)")
+    meta, content, content_line = split(text, round_trip=False)
     raw_id = meta.get("id")
     if raw_id is None or str(raw_id).strip() == "":
         raise CanonError("missing id in frontmatter")

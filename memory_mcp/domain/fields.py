@@ -52,6 +52,7 @@ class FieldSpec:
     column: bool = False  # a plain TEXT column of the same name in the index's `memories` rows (beyond the core)
     edit: bool = False  # an argument of memory_remember and memory_update op=edit, of the CLI and the edit form
     description: str = ""  # the tool argument's description: short, the tool surface has a byte budget
+    cli_help: str = ""  # the CLI's help where the description does not read as one (it only names a format)
 
     @property
     def flag(self) -> str:
@@ -60,13 +61,13 @@ class FieldSpec:
 
     @property
     def metavar(self) -> str:
-        """The CLI placeholder: a day's format, else TEXT."""
-        return "YYYY-MM-DD" if self.kind is Kind.DATE else "TEXT"
+        """The CLI placeholder: a day's format, ID for a memory id, else TEXT."""
+        return {Kind.DATE: "YYYY-MM-DD", Kind.LINK: "ID"}.get(self.kind, "TEXT")
 
     @property
     def help(self) -> str:
-        """The CLI help: the description without its format prefix (`when to re-check it`)."""
-        return self.description.split(": ", 1)[-1].rstrip(".")
+        """The CLI help: `cli_help`, else the description without its format prefix (`when to re-check it`)."""
+        return self.cli_help or self.description.split(": ", 1)[-1].rstrip(".")
 
 
 FIELDS: tuple[FieldSpec, ...] = (
@@ -113,8 +114,12 @@ FIELDS: tuple[FieldSpec, ...] = (
     FieldSpec("review_after", Kind.DATE, column=True, edit=True, description="YYYY-MM-DD: when to re-check it."),
     # validity (issue 27): set by the agent or person, never parsed from the text; a two-sided change takes the
     # later edit, like any plain value (extending and shortening are both deliberate)
-    FieldSpec("valid_from", Kind.DATE, column=True, edit=True, description="YYYY-MM-DD"),
-    FieldSpec("valid_until", Kind.DATE, column=True, edit=True, description="YYYY-MM-DD"),
+    FieldSpec(
+        "valid_from", Kind.DATE, column=True, edit=True, description="YYYY-MM-DD", cli_help="the first day it holds"
+    ),
+    FieldSpec(
+        "valid_until", Kind.DATE, column=True, edit=True, description="YYYY-MM-DD", cli_help="the last day it holds"
+    ),
     FieldSpec("supersedes", Kind.LINKS, _LINK_RULE),
     FieldSpec("superseded_by", Kind.LINKS, _LINK_RULE),
     # when a supersede archived the memory (older files: the successor's `created` stands in)
@@ -126,7 +131,14 @@ FIELDS: tuple[FieldSpec, ...] = (
     ),
     # a thread (issue 28): the memory this one continues — the message before it in a conversation, the step
     # before it; recall shows the best result's continuation right after it (search/threads.py)
-    FieldSpec("follows", Kind.LINK, column=True, edit=True, description="Id of the memory it continues."),
+    FieldSpec(
+        "follows",
+        Kind.LINK,
+        column=True,
+        edit=True,
+        description="Id of the memory it continues.",
+        cli_help="the memory it continues",
+    ),
     FieldSpec("related", Kind.LINKS, _LINK_RULE, leading=False),
     FieldSpec(
         "conflicts",

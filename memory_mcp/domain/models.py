@@ -202,6 +202,7 @@ class RecallResult(BaseModel):
     type: str
     state: str
     trust: str
+    origin: str | None = Field(default=None, description="Where the memory came from (documents: none).")
     entities: list[str]
     updated: str
     cosine: float | None = Field(default=None, description="Hybrid mode: cosine of this memory to the query.")
@@ -356,6 +357,8 @@ class ReadAnswer(BaseModel):
     to_line: int
     total_lines: int
     frontmatter: dict[str, Any]
+    trust: str | None = Field(default=None, description="A memory's trust (documents: none).")
+    origin: str | None = Field(default=None, description="Where the memory came from, or 'origin unknown'.")
     superseded_at: str | None = Field(
         default=None, description="When a supersede ended it (recorded, else its successor's created)."
     )
@@ -395,6 +398,7 @@ class MemoryItem(BaseModel):
     type: str
     state: str
     trust: str
+    origin: str = "origin unknown"
     entities: list[str]
     created: str
     updated: str
@@ -512,6 +516,7 @@ class StatusAnswer(BaseModel):
     by_state: dict[str, int]
     by_type: dict[str, int]
     by_trust: dict[str, int]
+    by_origin: dict[str, int] = Field(default_factory=dict, description="Memories per origin (where they came from).")
     handoff: HandoffInfo | None = Field(default=None, description="The current handoff (where work left off).")
     unresolved_conflicts: list[ConflictSummary] = Field(description="The oldest open conflicts, at most 200.")
     unresolved_conflicts_total: int = 0
@@ -606,6 +611,10 @@ class SyncAnswer(BaseModel):
     reindex_seconds: float
     seconds: float
     index: IndexReport | None = None
+    from_teammates: dict[str, list[str]] = Field(
+        default_factory=dict,
+        description="New memories another git author added, by author (ids): the next context names them.",
+    )
 
 
 class GitSetupAnswer(BaseModel):

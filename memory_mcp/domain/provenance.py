@@ -136,21 +136,53 @@ def shown(text: str | None) -> str:
     return origin.text if origin is not None else UNKNOWN
 
 
-def label(trust: str, text: str | None) -> str:
-    """Who says so, in words a model and a person read: "stated by the user, as recorded by claude-code 2.1"."""
+def short(text: str | None) -> str:
+    """A recall result's few words: "by claude-code 2.1", "by the CLI", "from Ana <ana@example.com>"."""
+    origin = parse(text)
+    if origin is None:
+        return UNKNOWN
+    return f"from {origin.client}" if origin.surface is Surface.SYNC else f"by {origin.client}"
+
+
+def label(trust: str, text: str | None, who: str = "the user", me: str | None = None) -> str:
+    """Who says so, in words a model and a person read: "stated by the user, as recorded by claude-code 2.1"; what
+    a sync brought names the teammate first: "from Ana <ana@example.com>, stated by them, as recorded by ..."."""
     origin = parse(text)
     if trust == "confirmed":
-        return "confirmed by the user"
+        return f"confirmed by {who}"
     if origin is None:
         return f"{trust}, {UNKNOWN}"
     if origin.surface is Surface.SYNC:
-        return f"from {origin.client}" + (f" ({label(trust, origin.earlier.text)})" if origin.earlier else "")
+        earlier = origin.earlier.text if origin.earlier is not None else None
+        if me and same_person(origin.detail, me):  # one's own memory, back through a teammate's clone
+            return label(trust, earlier, who)
+        return f"from {origin.client}, {label(trust, earlier, 'them')}"
     if trust == "user-stated":
         if origin.by_person:
-            return f"stated by the user, through {origin.client}"
-        return f"stated by the user, as recorded by {origin.client}"
+            return f"stated by {who}, through {origin.client}"
+        return f"stated by {who}, as recorded by {origin.client}"
     if trust == "agent-inferred":
         return f"inferred by {origin.client}"
     if trust == "imported":
-        return f"imported by {origin.client}" if origin.surface is not Surface.IMPORT else f"from {origin.client}"
+        return f"from {origin.client}" if origin.surface is Surface.IMPORT else f"imported, by {origin.client}"
     return f"{trust}, by {origin.client}"
+
+
+def from_teammate(text: str | None, me: str | None = None) -> bool:
+    """A sync brought it from another author (what they stated is theirs, not this user's). `me`: who this machine
+    commits as (the last sync's), so a memory of one's own that came back through a teammate's clone stays one's."""
+    origin = parse(text)
+    if origin is None or origin.surface is not Surface.SYNC:
+        return False
+    return not (me and same_person(origin.detail, me))
+
+
+_EMAIL = re.compile(r"<([^<>]*)>\s*$")
+
+
+def same_person(a: str, b: str) -> bool:
+    """Two git identities are one person when their e-mail addresses match (else their whole text)."""
+    ea, eb = _EMAIL.search(a), _EMAIL.search(b)
+    if ea and eb and ea.group(1).strip():
+        return ea.group(1).strip().lower() == eb.group(1).strip().lower()
+    return a.strip() == b.strip()

@@ -10,7 +10,10 @@ and commit names in ordinary memories would trip them) and the public-IP plugin 
 
 from __future__ import annotations
 
+import re
+from contextlib import AbstractContextManager
 from functools import cache
+from types import TracebackType
 
 # detect-secrets plugins never run here
 _LEFT_OUT = ("Base64HighEntropyString", "HexHighEntropyString", "IPPublicDetector")
@@ -24,31 +27,74 @@ def _plugins() -> list[dict[str, str]]:
     return [{"name": name} for name in names if name not in _LEFT_OUT]
 
 
-def secret_kinds(text: str) -> list[str]:
-    """The kinds of secret detect-secrets sees in `text` ("AWS Access Key", "Secret Keyword", ...), in order."""
-    from detect_secrets.core.scan import scan_line
-    from detect_secrets.plugins.keyword import KeywordDetector
-    from detect_secrets.settings import transient_settings
+_FIELD_LINE = re.compile(r"^([A-Za-z_][\w-]*)\s*:")
 
-    found: dict[str, None] = {}
-    with transient_settings({"plugins_used": _plugins()}):
-        keyword = KeywordDetector()
-        for line in text.splitlines():
+
+class SecretScanner(AbstractContextManager["SecretScanner"]):
+    """detect-secrets' settings entered once for many texts (entering them costs more than a short memory's scan)."""
+
+    def __enter__(self) -> SecretScanner:
+        from detect_secrets.core.scan import scan_line
+        from detect_secrets.plugins.keyword import KeywordDetector
+        from detect_secrets.settings import transient_settings
+
+        self._settings = transient_settings({"plugins_used": _plugins()})
+        self._settings.__enter__()
+        self._scan_line, self._keyword = scan_line, KeywordDetector()
+        return self
+
+    def __exit__(
+        self, exc_type: type[BaseException] | None, exc: BaseException | None, tb: TracebackType | None
+    ) -> None:
+        self._settings.__exit__(exc_type, exc, tb)
+
+    def kinds(self, line: str) -> list[str]:
+        found = [secret.type for secret in self._scan_line(line)]
+        if "=" in line:  # config-file mode: unquoted assignments count too
+            found += [s.type for s in self._keyword.analyze_line(filename="memory.ini", line=line, line_number=0)]
+        return found
+
+    def scan(self, text: str) -> list[tuple[str, str]]:
+        """(kind, place) of each secret in a memory file's whole text, frontmatter included: the place is the
+        frontmatter field the line belongs to, `title` or `body`."""
+        found: dict[tuple[str, str], None] = {}
+        lines = text.splitlines()
+        in_front = bool(lines) and lines[0].strip() == "---"
+        place, titled = "frontmatter", False
+        for number, line in enumerate(lines):
+            if in_front and number and line.strip() == "---":
+                in_front, place = False, "body"
+                continue
+            if in_front:
+                named = _FIELD_LINE.match(line)
+                place = f"`{named.group(1)}`" if named else place
+            elif line.startswith("# ") and not titled:
+                place, titled = "title", True
             if not line.strip():
                 continue
-            for secret in scan_line(line):
-                found.setdefault(secret.type, None)
-            if "=" in line:  # config-file mode: unquoted assignments count too
-                for secret in keyword.analyze_line(filename="memory.ini", line=line, line_number=0):
-                    found.setdefault(secret.type, None)
+            for kind in self.kinds(line):
+                found.setdefault((kind, place), None)
+            place = "body" if place == "title" else place
+        return list(found)
+
+
+def secret_kinds(text: str) -> list[str]:
+    """The kinds of secret detect-secrets sees in `text` ("AWS Access Key", "Secret Keyword", ...), in order."""
+    found: dict[str, None] = {}
+    with SecretScanner() as scanner:
+        for line in text.splitlines():
+            if line.strip():
+                found.update(dict.fromkeys(scanner.kinds(line)))
     return list(found)
 
 
-def refuse_secrets(texts: dict[str, str | None]) -> None:
-    """Raise InputError naming the argument and the kind of secret found in it (the first one)."""
+def refuse_secrets(texts: dict[str, str | list[str] | None]) -> None:
+    """Raise InputError naming the argument and the kind of secret found in it (the first one). A list (the
+    entities) is read a line per item: every text that reaches the file is checked, not only the body."""
     from .errors import InputError
 
-    for name, text in texts.items():
+    for name, given in texts.items():
+        text = "\n".join(given) if isinstance(given, list) else given
         kinds = secret_kinds(text) if text else []
         if kinds:
             raise InputError(

@@ -7,6 +7,7 @@ excerpt and one score. The index gets one line only when the reconcile did somet
 
 from __future__ import annotations
 
+from ..domain import provenance
 from ..domain.models import IndexReport, ReadAnswer, RecallAnswer, RecallResult, RememberAnswer
 from ..domain.screen import fenced, quarantine_label
 from ..domain.text import clip
@@ -25,6 +26,8 @@ def recall_text(answer: RecallAnswer) -> str:
             tags.append(r.state)
         if r.kind == "memory" and r.trust != "user-stated":
             tags.append(r.trust)
+        if r.kind == "memory":
+            tags.append(provenance.short(r.origin))
         if len(scopes) > 1:
             tags.append(r.scope)
         tags.extend(result_marks(answer, r))
@@ -42,11 +45,26 @@ def recall_text(answer: RecallAnswer) -> str:
         lines.append(f"({answer.left_out} more result(s) did not fit the budget of {answer.budget_bytes} bytes)")
     if answer.collapsed:
         lines.append(f"({len(answer.collapsed)} near-duplicate(s) collapsed into results above)")
+    if (weak := weak_results_note(answer.results)) is not None:
+        lines.append(f"({weak})")
     if answer.semantic_note:
         lines.append(f"({answer.semantic_note})")
     if (note := index_note(answer.index)) is not None:
         lines.append(note)
     return "\n".join(lines)
+
+
+WEAK_SCORE = 0.0005  # shown as 0.000 (the CLI) and 0.00 (the tools' text)
+
+
+def weak_results_note(results: list[RecallResult]) -> str | None:
+    """Why results scored 0 are listed: they match the query only through a short or common word (the limit is
+    filled best first, and nothing better matched). None when every result scored above 0."""
+    weak = [n for n, r in enumerate(results, 1) if r.score < WEAK_SCORE]
+    if not weak:
+        return None
+    which = f"result {weak[0]}" if len(weak) == 1 else "results " + ", ".join(map(str, weak))
+    return f"{which}: score 0, only a short or common word of the query matches (probably unrelated)"
 
 
 def conflict_line(result: RecallResult, results: list[RecallResult]) -> str:

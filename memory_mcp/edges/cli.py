@@ -17,6 +17,8 @@ from typing import TYPE_CHECKING
 
 from pydantic import BaseModel
 
+import memory_mcp
+
 from ..config import ConfigError, Settings, describe, load_settings
 from ..domain import provenance
 from ..domain.errors import InputError, MemoryMcpError
@@ -39,17 +41,18 @@ from ..domain.screen import quarantine_label, visible, visible_data
 from ..domain.vocabulary import FORGET_MODES, RECALL_MODES, RESOLUTIONS, SCOPES, STATES, TRUSTS, TYPES, UPDATE_OPS
 from ..importers import FORMATS
 from ..importers.run import ImportAnswer, apply_import, dry_run, plan_import
-from ..store.git import GitFailedError
+from ..store.git import GitFailedError, SyncInterrupted
 from ..store.sync import SyncOptions
 from ..tools.service import MemoryService
 from ..tools.workers import MAX_DEFAULT_WORKERS, default_workers
-from .answer_text import result_marks
+from .answer_text import result_marks, weak_results_note
 
 if TYPE_CHECKING:
     from tqdm import tqdm
 
 EXIT_OK, EXIT_MISMATCH, EXIT_USAGE = 0, 1, 2
 EXIT_GIT_FAILED = 1
+EXIT_INTERRUPTED = 130  # what a shell reports for a command Ctrl-C stopped
 
 
 class _Parser(argparse.ArgumentParser):
@@ -199,6 +202,7 @@ def build_parser() -> argparse.ArgumentParser:
         epilog="Global options (--store, --project-root, --config, --set) go before or after the command; "
         "given in both places, the one after the command wins (--set values add up).",
     )
+    p.add_argument("-V", "--version", action="version", version=f"memory-mcp {memory_mcp.__version__}")
     _global_options(p, after=False)
     sub = p.add_subparsers(dest="command", parser_class=_Parser, metavar="COMMAND")
 
@@ -519,6 +523,12 @@ def _main(argv: list[str] | None) -> int:
     except GitFailedError as exc:
         print(f"memory-mcp: {exc}", file=sys.stderr)
         return EXIT_GIT_FAILED
+    except SyncInterrupted as exc:
+        print(f"memory-mcp: {exc}", file=sys.stderr)
+        return EXIT_INTERRUPTED
+    except KeyboardInterrupt:  # a Ctrl-C outside a step that must finish: one line, no traceback
+        print("memory-mcp: interrupted (Ctrl-C)", file=sys.stderr)
+        return EXIT_INTERRUPTED
     except MemoryMcpError as exc:
         print(f"memory-mcp: {exc}", file=sys.stderr)
         return EXIT_USAGE
@@ -785,7 +795,8 @@ def _recall_text(a: RecallAnswer) -> str:
         tag = "" if r.state == "active" else f" [{r.state}]"
         tag += f" [{quarantine_label(r.quarantine)}]" if r.quarantine else ""
         tag += "".join(f" [{mark}]" for mark in result_marks(a, r))
-        lines.append(f"{n}. {r.title}{tag}  ({r.type}, score {r.score:.3f})")
+        who = f", {r.trust}, {provenance.short(r.origin)}" if r.kind == "memory" else ""
+        lines.append(f"{n}. {r.title}{tag}  ({r.type}{who}, score {r.score:.3f})")
         lines.append(f"   {r.path}:{r.line}")
         lines.append(f"   {r.excerpt}")
     if not a.results:
@@ -793,6 +804,8 @@ def _recall_text(a: RecallAnswer) -> str:
     if a.budget_bytes is not None:
         lines.append(f"-- budget: {a.used_bytes} of {a.budget_bytes} bytes used; {a.left_out} more did not fit")
     lines += [f"-- collapsed {c.dropped_id} into {c.kept_id} ({c.reason})" for c in a.collapsed]
+    if (weak := weak_results_note(a.results)) is not None:
+        lines.append(f"-- {weak}")
     lines.append(f"-- mode: {a.mode}" + (f" ({a.semantic_note})" if a.semantic_note else ""))
     lines.extend(_index_lines(a.index))
     return "\n".join(lines)
@@ -837,6 +850,8 @@ def _remember_text(a: RememberAnswer) -> str:
 
 def _read_text(a: ReadAnswer) -> str:
     lines = [f"# {a.path} (lines {a.from_line}-{a.to_line} of {a.total_lines})", a.text]
+    if a.origin is not None:
+        lines.append(f"-- trust {a.trust}; origin: {a.origin}")
     if a.quarantine:
         lines.append(f"in quarantine: {a.quarantine}")
     if a.superseded_at:
@@ -879,6 +894,7 @@ def _status_text(a: StatusAnswer) -> str:
         f"  state:  {_tally(a.by_state)}",
         f"  type:   {_tally(a.by_type)}",
         f"  trust:  {_tally(a.by_trust)}",
+        f"  origin: {_tally(a.by_origin)}",
         f"  handoff: {a.handoff.title} ({a.handoff.path})" if a.handoff else "  handoff: none",
         f"  unresolved conflicts: {a.unresolved_conflicts_total or 'none'}",
         f"  reviews due: {len(a.review_due) or 'none'}",

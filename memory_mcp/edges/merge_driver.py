@@ -23,6 +23,11 @@ import sys
 from pathlib import Path, PurePosixPath
 
 USAGE = 2
+USAGE_LINE = "usage: memory-mcp merge-driver BASE OURS THEIRS PATH (git's %O %A %B %P)"
+HELP = f"""{USAGE_LINE}
+
+The git merge driver for memory files and dictionary.md: git runs it once per file changed on both sides and
+reads the merged file from OURS. `memory-mcp git-setup` configures it; you do not run it by hand."""
 
 
 def run(argv: list[str]) -> None:
@@ -46,8 +51,11 @@ def run(argv: list[str]) -> None:
 def main(argv: list[str], root: Path | None = None) -> int:
     """Merge git's %O %A %B into %A for the file at %P; `root` is the work tree's top (git's working
     directory, given by the helper, which serves many work trees from one process)."""
+    if argv[:1] in (["-h"], ["--help"]):
+        print(HELP)
+        return 0
     if len(argv) != 4:
-        print("usage: memory-mcp merge-driver BASE OURS THEIRS PATH (git's %O %A %B %P)", file=sys.stderr)
+        print(USAGE_LINE, file=sys.stderr)
         return USAGE
     top = root or Path()
     base_file, ours_file, theirs_file = (top / name for name in argv[:3])

@@ -10,7 +10,7 @@ import json
 import sqlite3
 from collections.abc import Sequence
 
-COUNTED_COLUMNS = ("state", "type", "trust")  # the only columns `counts_by` may group by
+COUNTED_COLUMNS = ("state", "type", "trust", "origin")  # the only columns `counts_by` may group by
 
 
 def active_handoff_ids(conn: sqlite3.Connection) -> list[str]:

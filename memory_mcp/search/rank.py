@@ -10,6 +10,7 @@ from functools import partial
 from pathlib import Path
 from typing import overload
 
+from ..domain import provenance
 from ..domain.models import RecallResult
 from ..domain.ranking import RankingConstants, ScoreParts, components, score_parts, score_total
 from ..domain.text import Term, fold
@@ -90,6 +91,7 @@ def memory_result(
         type=m.type,
         state=m.state,
         trust=m.trust,
+        origin=provenance.shown(m.origin),
         entities=m.entities,
         updated=m.updated,
         quarantine=m.quarantine,

@@ -30,6 +30,10 @@ class GitFailedError(MemoryMcpError):
     """git itself reported a failure (network, authentication, a refused push): nothing half-done is left."""
 
 
+class SyncInterrupted(MemoryMcpError):
+    """SIGINT or SIGTERM stopped a sync between two steps: every step done is whole, the next sync goes on."""
+
+
 def git_binary() -> str:
     found = shutil.which("git")
     if found is None:
@@ -63,22 +67,27 @@ class Git:
             capture_output=True,
             env=full_env,
             check=False,
+            # its own session: a Ctrl-C on the terminal reaches sync (which finishes the step, `Interrupts`),
+            # never a git half-way through writing the work tree or the index
+            start_new_session=True,
         )
         self.seconds += time.perf_counter() - started
         if check and done.returncode != 0:
             raise GitFailedError(f"git {args[0]} failed: {_tail(done.stderr or done.stdout)}")
         return done
 
-    def text(self, *args: str, check: bool = True) -> str:
-        return self.run(*args, check=check).stdout.decode("utf-8", "replace").strip()
+    def text(self, *args: str, check: bool = True, env: dict[str, str] | None = None) -> str:
+        return self.run(*args, check=check, env=env).stdout.decode("utf-8", "replace").strip()
 
     def ok(self, *args: str) -> bool:
         return self.run(*args, check=False).returncode == 0
 
-    def with_paths(self, args: Sequence[str], paths: Sequence[str]) -> subprocess.CompletedProcess[bytes]:
+    def with_paths(
+        self, args: Sequence[str], paths: Sequence[str], env: dict[str, str] | None = None
+    ) -> subprocess.CompletedProcess[bytes]:
         """`git <args> --pathspec-from-file=- --pathspec-file-nul` fed `paths` (no argv limit at 10k files)."""
         data = b"".join(p.encode("utf-8") + b"\0" for p in paths)
-        return self.run(*args, "--pathspec-from-file=-", "--pathspec-file-nul", stdin=data)
+        return self.run(*args, "--pathspec-from-file=-", "--pathspec-file-nul", stdin=data, env=env)
 
     def blobs(self, specs: Sequence[str]) -> dict[str, bytes | None]:
         """`<rev>:<path>` -> the blob's bytes (None when missing), all through one `git cat-file --batch`."""
@@ -141,7 +150,10 @@ def merge_lines(base: str, ours: str, theirs: str, binary: str | None = None) ->
             path.write_bytes(text.encode("utf-8"))
             names.append(str(path))
         done = subprocess.run(
-            [binary or git_binary(), "merge-file", "-p", "-q", *names], capture_output=True, check=False
+            [binary or git_binary(), "merge-file", "-p", "-q", *names],
+            capture_output=True,
+            check=False,
+            start_new_session=True,  # as in `Git.run`: a terminal's Ctrl-C is sync's to handle
         )
     if done.returncode == 0:
         return done.stdout.decode("utf-8")

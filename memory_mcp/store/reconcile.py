@@ -20,6 +20,7 @@ from typing import NamedTuple
 
 from ..canon import files as canon
 from ..canon.dictionary import EntityDictionary
+from ..domain import provenance
 from ..domain.errors import ContainmentError
 from ..domain.models import ReconcileReport
 from ..domain.screen import memory_texts, quarantine_marker, released_for, screen
@@ -184,6 +185,9 @@ def reconcile(
         return report
     known = ledger.file_rows(conn)
     report = ReconcileReport(scanned=len(disk))
+    # a memory file new to an index already built was added by hand (a first build cannot tell: "origin
+    # unknown"); one whose id just left another path was renamed, not made
+    hand = _HandEdits({known[rel].memory_id for rel in known.keys() - disk.keys()}) if known else None
     with ix.atomic(conn):
         writes_before = conn.total_changes
         for rel in sorted(known.keys() - disk.keys()):
@@ -205,7 +209,7 @@ def reconcile(
                 continue
             if StatGate.unchanged(row, entry) and not retry and rel not in suspects:
                 continue
-            outcome = index_file(store, conn, dictionary, rel, known_sha=None if retry else _sha(row))
+            outcome = index_file(store, conn, dictionary, rel, known_sha=None if retry else _sha(row), hand=hand)
             if outcome.quarantined:
                 report.quarantined.append(rel)
             report.hashed += outcome.hashed
@@ -259,6 +263,7 @@ def reconcile_files(
         present.append(rel)
     known = ledger.file_rows_at(conn, wanted)
     report = ReconcileReport()
+    hand = _HandEdits({known[rel].memory_id for rel in gone if rel in known})
     try:
         with ix.atomic(conn):
             for rel in gone:  # removals first, as in the full pass: a rename must not look like a duplicate
@@ -266,7 +271,7 @@ def reconcile_files(
                     ledger.drop_file(conn, rel)
                     report.removed += 1
             for rel in present:
-                outcome = index_file(store, conn, dictionary, rel, known_sha=_sha(known.get(rel)))
+                outcome = index_file(store, conn, dictionary, rel, known_sha=_sha(known.get(rel)), hand=hand)
                 if outcome.quarantined:
                     report.quarantined.append(rel)
                 report.hashed += outcome.hashed
@@ -290,6 +295,15 @@ def _duplicate_owner_gone(row: ledger.FileRow, owners: set[str]) -> bool:
     return bool(row.error and row.error.startswith("duplicate id") and row.memory_id not in owners)
 
 
+@dataclass(frozen=True)
+class _HandEdits:
+    """A pass that may tell a file added by hand: a new file without an `origin:` line whose id is not one of
+    `renamed` (ids whose old path this pass dropped) is recorded in the index as a hand edit. The file itself is
+    not rewritten: the person may still have it open in an editor."""
+
+    renamed: set[str | None]
+
+
 @dataclass
 class FileOutcome:
     hashed: int = 0
@@ -305,8 +319,10 @@ def index_file(
     dictionary: EntityDictionary,
     rel: str,
     known_sha: str | None = None,
+    hand: _HandEdits | None = None,
 ) -> FileOutcome:
-    """Hash one file and, when its content is new, parse and index it (inside the caller's transaction)."""
+    """Hash one file and, when its content is new, parse and index it (inside the caller's transaction).
+    `hand`: this pass may record a new file without an origin as a hand edit (see _HandEdits)."""
     outcome = FileOutcome()
     try:
         path = store.memory_file(rel)
@@ -351,6 +367,11 @@ def index_file(
         ledger.put_file(conn, ledger.FileRow(rel, mtime, before.st_size, sha, mem.id, reason, before.st_ino))
         return outcome
     previous = ix.get_memory(conn, path=rel)
+    if mem.origin is None:
+        if previous is not None and previous.id == mem.id and previous.origin == provenance.HAND.text:
+            mem.origin = previous.origin  # the label reconcile gave it when it appeared stays with it
+        elif previous is None and hand is not None and mem.id not in hand.renamed:
+            mem.origin = provenance.HAND.text
     if (
         previous is not None
         and previous.state == State.ARCHIVED.value

@@ -322,22 +322,19 @@ class StoreSession:
 
     @contextmanager
     def transaction(self) -> Iterator[ReconcileReport]:
-        with self._thread_lock:
-            # on every call, before the lock file is opened: a link may have been planted since the last one
-            self.store.check_contained()
-            with self._store_lock:
-                report = self._catch_up()
-                damaged = False
-                try:
-                    yield report
-                except OSError as exc:
-                    # a read-only store, a full disk, a file removed under us: say so instead of a bare failure
-                    raise StoreAccessError(_access_message(exc, self.store)) from exc
-                except sqlite3.DatabaseError:
-                    damaged = True
-                    raise
-                finally:
-                    self._let_go(damaged)
+        with exclusive(self):
+            report = self._catch_up()
+            damaged = False
+            try:
+                yield report
+            except OSError as exc:
+                # a read-only store, a full disk, a file removed under us: say so instead of a bare failure
+                raise StoreAccessError(_access_message(exc, self.store)) from exc
+            except sqlite3.DatabaseError:
+                damaged = True
+                raise
+            finally:
+                self._let_go(damaged)
 
     @contextmanager
     def reading(self) -> Iterator[ReconcileReport]:
@@ -530,6 +527,16 @@ class StoreSession:
         vector_table.import_vectors(self.conn, vectors)
         self.last_report = report
         return report, heat
+
+
+@contextmanager
+def exclusive(s: StoreSession) -> Iterator[None]:
+    """Both of a session's locks, and no reconcile: every call's start, and sync's while it commits and merges,
+    so that no other writer's acknowledged write lands in the middle of it."""
+    with s._thread_lock:
+        s.store.check_contained()  # on every call: a link may have been planted since the last one
+        with s._store_lock:
+            yield
 
 
 def index_report(s: StoreSession, report: ReconcileReport) -> IndexReport:

@@ -12,24 +12,42 @@ from __future__ import annotations
 
 import os
 import shlex
+import signal
 import socket
 import sys
+import threading
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
+from contextlib import AbstractContextManager, contextmanager, nullcontext
 from dataclasses import dataclass, field
 from pathlib import Path, PurePosixPath
+from types import FrameType
 
 from ..canon import files as canon
-from ..canon import merge
-from .git import Git, GitFailedError, GitSetupError, check_version, git_binary, merge_lines, work_tree_of
+from ..canon import merge, sharing
+from ..canon.sharing import Withheld, is_local_only
+from ..domain.secrets import SecretScanner
+from .git import (
+    Git,
+    GitFailedError,
+    GitSetupError,
+    SyncInterrupted,
+    check_version,
+    git_binary,
+    merge_lines,
+    work_tree_of,
+)
 from .paths import GITIGNORE
 
 DRIVER = "memory-mcp"
 CANON_NAMES = ("memories", "dictionary.md", "config.toml")
 PUSH_ATTEMPTS = 4
+UNMERGED = frozenset({"DD", "AU", "UD", "UA", "DU", "AA", "UU"})  # `git status --porcelain` XY of unmerged paths
 TITLES_SHOWN = 10
 
 Progress = Callable[[str], None]
+# the store lock every writer takes (`StoreSession.exclusive`): held while sync touches the work tree
+Hold = Callable[[], AbstractContextManager[object]]
 
 
 # git's driver client (`edges/merge_client.py`), named by path: git runs it as a script, not as this package
@@ -157,7 +175,12 @@ def _prefix(git: Git, store_root: Path) -> str:
 # ---------------------------------------------------------------- sync
 
 
-def sync(store_root: Path, options: SyncOptions, progress: Progress | None = None) -> SyncResult:
+def sync(
+    store_root: Path, options: SyncOptions, progress: Progress | None = None, hold: Hold = nullcontext
+) -> SyncResult:
+    """Commit, fetch, merge, push. Every step that reads or writes the work tree runs holding the store lock
+    (`hold`), as every server's write does, and runs to its end even when SIGINT or SIGTERM comes (`Interrupts`):
+    a server's acknowledged write is committed before the merge or written after it, never lost between."""
     say = progress or (lambda _message: None)
     started = time.perf_counter()
     git, setup = open_repo(store_root, options.init_url)
@@ -180,40 +203,120 @@ def sync(store_root: Path, options: SyncOptions, progress: Progress | None = Non
             + (f" (it has: {', '.join(remotes)}; pass --remote NAME)" if remotes else "")
             + "; add one with `git remote add origin URL` or run `memory-mcp sync --init URL`"
         )
-    if (git.root / ".git" / "MERGE_HEAD").exists():
-        raise GitSetupError(
-            f"sync: a merge is in progress in {git.root}; finish it (`git commit`) or drop it (`git merge --abort`)"
-        )
     branch = _choose_branch(git, remote, options.branch)
     result = SyncResult(git.root, remote, branch, setup=setup)
     paths = [prefix + name for name in CANON_NAMES]
-    say("committing local changes")
-    result.sent = _commit_local(git, paths, result.notes, extra=[".gitignore", ".gitattributes"])
-    for attempt in range(1, PUSH_ATTEMPTS + 1):
-        say(f"fetching {remote}/{branch}")
-        remote_ref = _fetch(git, remote, branch)
-        if remote_ref is not None:
-            say("merging")
-            _merge(git, remote_ref, paths, branch, result)
-        if not options.push:
-            break
-        if not _has_head(git):
-            break  # nothing here and nothing there yet
-        _refuse_local_only(git, prefix)
-        if remote_ref is not None and git.ok("merge-base", "--is-ancestor", "HEAD", remote_ref):
-            break  # nothing of ours the remote lacks
-        say(f"pushing to {remote}/{branch}")
-        result.push_attempts = attempt
-        pushed = git.run("push", "-q", remote, f"HEAD:refs/heads/{branch}", check=False)
-        if pushed.returncode == 0:
-            result.pushed = True
-            break
-        message = pushed.stderr.decode("utf-8", "replace")
-        if not any(w in message for w in ("rejected", "fetch first", "non-fast-forward")) or attempt == PUSH_ATTEMPTS:
-            raise GitFailedError(f"git push failed: {' / '.join(message.strip().splitlines()[-3:])}")
+    with Interrupts() as interrupts, SecretScanner() as scanner:
+        checks = ShareChecks(scanner)
+
+        def locked_step(remote_ref: str | None) -> None:
+            with hold(), interrupts.critical():
+                _finish_interrupted(git, prefix, result, checks)
+                _add(result.sent, _commit_local(git, paths, result.notes, [".gitignore", ".gitattributes"], checks))
+                if remote_ref is not None:
+                    _merge(git, remote_ref, paths, branch, result)
+
+        say("committing local changes")
+        locked_step(None)
+        for attempt in range(1, PUSH_ATTEMPTS + 1):
+            interrupts.checkpoint("before the fetch")
+            say(f"fetching {remote}/{branch}")
+            remote_ref = _fetch(git, remote, branch)
+            interrupts.checkpoint("after the fetch")
+            if remote_ref is not None:
+                say("merging")
+                locked_step(remote_ref)  # what a server wrote since the first commit goes in first
+            interrupts.checkpoint("after the merge, before the push")
+            if not options.push:
+                break
+            if not _has_head(git):
+                break  # nothing here and nothing there yet
+            _check_outgoing(git, prefix, remote, remote_ref, checks)
+            if remote_ref is not None and git.ok("merge-base", "--is-ancestor", "HEAD", remote_ref):
+                break  # nothing of ours the remote lacks
+            say(f"pushing to {remote}/{branch}")
+            result.push_attempts = attempt
+            pushed = git.run("push", "-q", remote, f"HEAD:refs/heads/{branch}", check=False)
+            if pushed.returncode == 0:
+                result.pushed = True
+                break
+            message = pushed.stderr.decode("utf-8", "replace")
+            if (
+                not any(w in message for w in ("rejected", "fetch first", "non-fast-forward"))
+                or attempt == PUSH_ATTEMPTS
+            ):
+                raise GitFailedError(f"git push failed: {' / '.join(message.strip().splitlines()[-3:])}")
     result.git_seconds = round(git.seconds, 4)
     result.seconds = round(time.perf_counter() - started, 4)
     return result
+
+
+class Interrupts:
+    """SIGINT and SIGTERM during a sync (main thread only). Outside a critical step the first one stops the sync
+    at the next step boundary (`checkpoint`) and a second one at once; inside one (`critical`: the store lock
+    held, the work tree being written) the step always runs to its end first. git runs in a session of its own
+    (`Git.run`), so a Ctrl-C on the terminal never kills it half-way through a checkout."""
+
+    def __init__(self) -> None:
+        self.received: int | None = None
+        self._critical = False
+        self._previous: dict[int, object] = {}
+
+    def __enter__(self) -> Interrupts:
+        if threading.current_thread() is threading.main_thread():
+            for sig in (signal.SIGINT, signal.SIGTERM):
+                self._previous[sig] = signal.signal(sig, self._handle)
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        for sig, previous in self._previous.items():
+            signal.signal(sig, previous)  # type: ignore[arg-type]
+
+    def _handle(self, signum: int, _frame: FrameType | None) -> None:
+        again = self.received is not None
+        self.received = signum
+        if again and not self._critical:
+            raise SyncInterrupted(self._message("at once"))
+
+    @contextmanager
+    def critical(self) -> Iterator[None]:
+        self._critical = True
+        try:
+            yield
+        finally:
+            self._critical = False
+        self.checkpoint("after a step that had to finish")
+
+    def checkpoint(self, where: str) -> None:
+        if self.received is not None:
+            raise SyncInterrupted(self._message(where))
+
+    def _message(self, where: str) -> str:
+        name = "Ctrl-C" if self.received == signal.SIGINT else "SIGTERM"
+        return (
+            f"sync: stopped by {name} {where}; every memory is on disk as the last finished step left it and "
+            "nothing half-merged was pushed; run `memory-mcp sync` again to finish"
+        )
+
+
+class ShareChecks:
+    """`sharing.withheld` once per content in one sync (a blob met in the work tree and again as an outgoing
+    commit's blob is scanned once)."""
+
+    def __init__(self, scanner: SecretScanner) -> None:
+        self.scanner = scanner
+        self._seen: dict[str, Withheld | None] = {}
+
+    def withheld(self, data: bytes) -> Withheld | None:
+        key = sharing.blob_id(data)
+        if key not in self._seen:
+            self._seen[key] = sharing.withheld(data, self.scanner)
+        return self._seen[key]
+
+
+def _add(into: Changes, more: Changes) -> None:
+    for kind in ("added", "edited", "archived", "removed", "other"):
+        getattr(into, kind).extend(getattr(more, kind))
 
 
 def pending_changes(store_root: Path) -> bool:
@@ -271,15 +374,6 @@ def _has_head(git: Git) -> bool:
     return git.ok("rev-parse", "-q", "--verify", "HEAD^{commit}")
 
 
-def is_local_only(data: bytes) -> bool:
-    """The memory's frontmatter says `sync: local`: it stays on this machine."""
-    try:
-        meta, _, _ = canon.split(canon.decode(data), round_trip=False)
-    except canon.CanonError:
-        return False
-    return str(meta.get(canon.SYNC_FIELD) or "").strip() == canon.SYNC_LOCAL
-
-
 def _is_memory_path(path: str, prefix: str) -> bool:
     return path.startswith(prefix + "memories/") and path.endswith(".md")
 
@@ -290,37 +384,67 @@ def _status_paths(git: Git, paths: list[str]) -> list[tuple[str, str]]:
     return [(entry[:2].decode(), entry[3:].decode("utf-8")) for entry in out.split(b"\0") if entry]
 
 
-def _commit_local(git: Git, paths: list[str], notes: list[str], extra: list[str]) -> Changes:
-    prefix = paths[0].rpartition("memories")[0]
+def _plan_staging(
+    git: Git, entries: list[tuple[str, str]], prefix: str, notes: list[str], checks: ShareChecks
+) -> tuple[list[str], list[str]]:
+    """Which changed paths to stage, and which shared memories to stop sharing (marked `sync: local` since).
+    A memory file `sharing.withheld` keeps here is not staged, and is named in `notes` with the reason (a
+    private one silently: staying here is what it asked for)."""
     stage, unshare = [], []
-    for xy, path in _status_paths(git, paths + [prefix + name for name in extra]):
+    for xy, path in entries:
         full = git.root / path
-        if _is_memory_path(path, prefix) and full.is_file() and is_local_only(full.read_bytes()):
-            if xy != "??":
-                unshare.append(path)  # was shared before it was marked local: stop sharing it
-            continue
+        if _is_memory_path(path, prefix) and full.is_file():
+            why = checks.withheld(full.read_bytes())
+            if why is not None:
+                if why.private and xy != "??":
+                    unshare.append(path)  # was shared before it was marked local: stop sharing it
+                elif not why.private:
+                    notes.append(f"{path}: not shared: {why.reason}; it stays on this machine until that is fixed")
+                continue
         stage.append(path)
+    return stage, unshare
+
+
+def _commit_local(git: Git, paths: list[str], notes: list[str], extra: list[str], checks: ShareChecks) -> Changes:
+    """Commit the canon's changes through a temporary index that starts from HEAD: the commit holds exactly
+    HEAD plus what `_plan_staging` chose (never the work-tree copy of a file it stopped sharing, never what a
+    person staged outside the store), and the real index then follows HEAD for those paths only."""
+    prefix = paths[0].rpartition("memories")[0]
+    everything = paths + [prefix + name for name in extra]
+    stage, unshare = _plan_staging(git, _status_paths(git, everything), prefix, notes, checks)
+    if not stage and not unshare:
+        return Changes()
+    head = _has_head(git)
+    env = {"GIT_INDEX_FILE": str(_git_path(git, "memory-mcp-sync.index"))}
+    git.run("read-tree", *(["HEAD"] if head else ["--empty"]), env=env)
+    if stage:
+        git.with_paths(["add", "-A"], stage, env=env)
     if unshare:
-        git.with_paths(["rm", "-q", "--cached", "--ignore-unmatch"], unshare)
+        git.with_paths(["rm", "-q", "--cached", "--ignore-unmatch"], unshare, env=env)
         notes += [
             f"stopped sharing {p} (marked sync: local); other machines drop it at their next sync" for p in unshare
         ]
-    if stage:
-        git.with_paths(["add", "-A"], stage)
-    staged = _name_status(git, ["diff", "--cached"], paths + [prefix + name for name in extra])
-    if not _has_head(git) and not any(p.removeprefix(prefix).split("/")[0] in CANON_NAMES for _, p in staged):
-        git.run("rm", "-q", "-r", "--cached", "--ignore-unmatch", "--", *[p for _, p in staged])
-        return Changes()  # a new machine with nothing of its own: it takes the remote's history as it is
-    if not staged:
-        return Changes()
-    changes = _describe(git, staged, "HEAD" if _has_head(git) else None, prefix, work_tree=True)
+    staged = _name_status(git, ["diff", "--cached"], everything, env=env)
+    if not staged or (not head and not any(p.removeprefix(prefix).split("/")[0] in CANON_NAMES for _, p in staged)):
+        return Changes()  # nothing, or a new machine with nothing of its own: it takes the remote's history as it is
+    changes = _describe(git, staged, "HEAD" if head else None, prefix, work_tree=True)
     title = f"memory-mcp sync from {socket.gethostname()}: {changes.summary()}"
-    git.with_paths(["commit", "-q", "--no-verify", "-m", _message(title, changes)], [p for _, p in staged])
+    tree = git.text("write-tree", env=env)
+    commit = git.run("commit-tree", tree, *(["-p", "HEAD"] if head else []), stdin=_message(title, changes).encode())
+    old = [git.text("rev-parse", "HEAD")] if head else []
+    git.run("update-ref", "-m", "memory-mcp sync: commit local changes", "HEAD", commit.stdout.decode().strip(), *old)
+    git.with_paths(["reset", "-q", "HEAD"], [p for _, p in staged] + unshare)
     return changes
 
 
-def _name_status(git: Git, command: list[str], paths: list[str], *revs: str) -> list[tuple[str, str]]:
-    out = git.run(*command, "--name-status", "-z", "--no-renames", *revs, "--", *paths).stdout.split(b"\0")
+def _git_path(git: Git, name: str) -> Path:
+    return git.root / git.text("rev-parse", "--git-path", name)
+
+
+def _name_status(
+    git: Git, command: list[str], paths: list[str], *revs: str, env: dict[str, str] | None = None
+) -> list[tuple[str, str]]:
+    out = git.run(*command, "--name-status", "-z", "--no-renames", *revs, "--", *paths, env=env).stdout.split(b"\0")
     return [(out[i].decode(), out[i + 1].decode("utf-8")) for i in range(0, len(out) - 1, 2) if out[i]]
 
 
@@ -400,7 +524,9 @@ def _merge(git: Git, remote_ref: str, paths: list[str], branch: str, result: Syn
         return  # we have everything
     before = git.text("rev-parse", "HEAD")
     if git.ok("merge-base", "--is-ancestor", "HEAD", remote_ref):
-        git.run("merge", "-q", "--ff-only", remote_ref)
+        done = git.run("merge", "-q", "--ff-only", remote_ref, check=False)
+        if done.returncode != 0:
+            raise GitFailedError(f"git merge failed: {_merge_failure(done.stderr.decode('utf-8', 'replace'))}")
     else:
         _true_merge(git, remote_ref, prefix, result)
     entries = _name_status(git, ["diff"], paths, before, "HEAD")
@@ -410,6 +536,9 @@ def _merge(git: Git, remote_ref: str, paths: list[str], branch: str, result: Syn
 
 
 def _true_merge(git: Git, remote_ref: str, prefix: str, result: SyncResult) -> None:
+    """A merge in the work tree, the store lock held (no other writer can add or change a file meanwhile). A
+    failure undoes it; a process killed half-way leaves MERGE_HEAD, which the next sync finishes
+    (`_finish_interrupted`)."""
     extra: list[str] = []
     untracked_before = _untracked(git, prefix)
     # names a copy made by this merge must not take: what this side held before the merge
@@ -438,24 +567,89 @@ def _true_merge(git: Git, remote_ref: str, prefix: str, result: SyncResult) -> N
             check=False,
         )
         if done.returncode not in (0, 1) or not (git.root / ".git" / "MERGE_HEAD").exists():
-            raise GitFailedError(f"git merge failed: {' / '.join(done.stderr.decode().strip().splitlines()[-3:])}")
-        extra += _resolve_unmerged(git, prefix, result, held)
-        present = [p for p in dict.fromkeys(extra) if (git.root / p).exists()]
-        if present:
-            git.with_paths(["add", "-f"], present)
-        title = f"memory-mcp sync from {socket.gethostname()}: merged {remote_ref.removeprefix('refs/remotes/')}"
-        body = "\n".join(result.notes[:TITLES_SHOWN])
-        git.run("commit", "-q", "--no-verify", "-m", title + ("\n\n" + body if body else ""))
+            raise GitFailedError(f"git merge failed: {_merge_failure(done.stderr.decode('utf-8', 'replace'))}")
+        extra = _finish_merge(git, prefix, result, held, f"merged {remote_ref.removeprefix('refs/remotes/')}")
     except BaseException:
         if (git.root / ".git" / "MERGE_HEAD").exists():
             git.run("merge", "--abort", check=False)
-        # files this merge left behind (copies it added, a half-written checkout): the canon as it was
+        # files this merge left behind (copies it added, a half-written checkout): the canon as it was. Only
+        # this merge can have made them: every other writer waits for the store lock this sync holds
         for path in set(extra) | (_untracked(git, prefix) - untracked_before):
             full = git.root / path
             if full.exists() and not git.ok("ls-files", "--error-unmatch", path):
                 full.unlink()
         raise
     result.merge_seconds = round(result.merge_seconds, 4)
+
+
+def _merge_failure(stderr: str) -> str:
+    """git's reason, and what to do when a file this sync keeps back (`sharing.withheld`) is in the merge's way."""
+    lines = [line.strip() for line in stderr.splitlines() if line.strip()]
+    named = [line for line in lines if line.startswith(("memories/", ".memory/")) or "/memories/" in line]
+    if named and any("would be overwritten" in line for line in lines):
+        return (
+            f"the other machine changed {', '.join(named[:5])}, which this machine holds back from sharing (see "
+            "the reasons above: not parseable, a secret, or marked private); fix or move those files, then sync "
+            "again. Nothing was merged"
+        )
+    return " / ".join(lines[-3:]) or "no message"
+
+
+def _finish_merge(git: Git, prefix: str, result: SyncResult, held: set[str], title: str) -> list[str]:
+    """Settle every unmerged path, stage what a resumed merge's work tree gained since, and commit the merge.
+    Returns the copies it added beside the merged files."""
+    extra = _resolve_unmerged(git, prefix, result, held)
+    present = [p for p in dict.fromkeys(extra) if (git.root / p).exists()]
+    if present:
+        git.with_paths(["add", "-f"], present)
+    body = "\n".join(result.notes[:TITLES_SHOWN])
+    git.run("commit", "-q", "--no-verify", "-m", f"memory-mcp sync from {socket.gethostname()}: {title}"
+            + ("\n\n" + body if body else ""))  # fmt: skip
+    return extra
+
+
+def _finish_interrupted(git: Git, prefix: str, result: SyncResult, checks: ShareChecks) -> None:
+    """What a sync killed half-way left (the store lock held): a git lock file no live process holds is removed,
+    and a merge left open (MERGE_HEAD) is finished: its unmerged memories merged with the work tree's version
+    (which holds what any server wrote into it since), the work tree's other changes staged as sync stages
+    them, and the merge committed. No advice that drops either side's work."""
+    lock = _git_path(git, "index.lock")
+    if lock.exists():
+        for _ in range(40):  # a git command finishing right now lets go within moments
+            time.sleep(0.05)
+            if not lock.exists():
+                break
+        if lock.exists():
+            if _held_open(lock):
+                raise GitSetupError(f"sync: another git command is running in {git.root} ({lock} is held); try again")
+            lock.unlink(missing_ok=True)
+            result.notes.append(f"removed {lock.name}, left by a git command that was killed")
+    if not (git.root / ".git" / "MERGE_HEAD").exists():
+        return
+    canon_paths = [prefix + n for n in CANON_NAMES]
+    entries = [(xy, p) for xy, p in _status_paths(git, canon_paths) if xy not in UNMERGED]
+    stage, unshare = _plan_staging(git, entries, prefix, result.notes, checks)
+    if stage:
+        git.with_paths(["add", "-A"], stage)
+    if unshare:
+        git.with_paths(["rm", "-q", "--cached", "--ignore-unmatch"], unshare)
+    _finish_merge(git, prefix, result, _listed(git, prefix) | _untracked(git, prefix), "finished an interrupted merge")
+    result.notes.append("finished the merge an interrupted sync had left open")
+
+
+def _held_open(path: Path) -> bool:
+    """Whether a live process has `path` open (Linux: /proc); elsewhere, whether it is younger than a minute."""
+    proc = Path("/proc")
+    if not (proc / "self" / "fd").is_dir():
+        return time.time() - path.stat().st_mtime < 60
+    target = str(path.resolve())
+    for fd_dir in proc.glob("[0-9]*/fd"):
+        try:
+            if any(os.readlink(fd) == target for fd in fd_dir.iterdir()):
+                return True
+        except OSError:
+            continue
+    return False
 
 
 def _untracked(git: Git, prefix: str) -> set[str]:
@@ -489,6 +683,12 @@ def _resolve_unmerged(git: Git, prefix: str, result: SyncResult, held: set[str])
     for path, have in stages.items():
         full = git.root / path
         blobs = {n: data[sha] or b"" for n, sha in have.items()}
+        if 2 in blobs and full.is_file():
+            # this side's version is the work tree's: git left it there, and after an interrupted sync it also
+            # holds what a server wrote since (a person's half-done `git pull` leaves markers: then the stage)
+            mine = full.read_bytes()
+            if not any(line.startswith((b"<<<<<<< ", b">>>>>>> ")) for line in mine.splitlines()):
+                blobs[2] = mine
         memoryish = _is_memory_path(path, prefix) or path == prefix + "dictionary.md"
         if 2 in blobs and 3 in blobs and memoryish:
             folder, parent = full.parent, PurePosixPath(path).parent
@@ -530,24 +730,30 @@ def _resolve_unmerged(git: Git, prefix: str, result: SyncResult, held: set[str])
     return added
 
 
-def _refuse_local_only(git: Git, prefix: str) -> None:
-    """Refuse to push when a `sync: local` memory was committed (by hand: sync itself never stages one)."""
-    done = git.run(
-        "grep",
-        "-l",
-        "-I",
-        "-E",
-        f"^{canon.SYNC_FIELD}:[[:space:]]*['\"]?{canon.SYNC_LOCAL}",
-        "HEAD",
-        "--",
-        prefix + "memories",
-        check=False,
-    )
-    candidates = [line.split(":", 1)[1] for line in done.stdout.decode("utf-8").splitlines() if ":" in line]
-    blobs = git.blobs([f"HEAD:{p}" for p in candidates])
-    found = [p for p in candidates if blobs.get(f"HEAD:{p}") and is_local_only(blobs[f"HEAD:{p}"] or b"")]
+def _check_outgoing(git: Git, prefix: str, remote: str, remote_ref: str | None, checks: ShareChecks) -> None:
+    """Refuse the push when any commit it would send holds a memory file that may not leave this machine
+    (`sharing.withheld`: private, unparseable, a secret): every blob the remote lacks is checked, not only
+    HEAD's, so a private text removed again by a later commit still blocks it. Sync's own commits never hold
+    one; a hand commit can."""
+    exclude = [remote_ref] if remote_ref else [f"--remotes={remote}"]
+    out = git.text("rev-list", "--objects", "HEAD", "--not", *exclude)
+    wanted = {}
+    for line in out.splitlines():
+        oid, _, path = line.partition(" ")
+        if _is_memory_path(path, prefix):
+            wanted.setdefault(oid, path)
+    found = []
+    for oid, data in git.blobs(list(wanted)).items():
+        why = checks.withheld(data) if data is not None else None
+        if why is not None:
+            commit = git.text("log", "-1", "--format=%h (%s)", f"--find-object={oid}", "HEAD", "--not", *exclude)
+            found.append(f"{wanted[oid]} in commit {commit or '?'}: {why.reason}")
     if found:
+        fix = f"git reset {remote_ref.removeprefix('refs/remotes/')}" if remote_ref else "git update-ref -d HEAD"
         raise GitSetupError(
-            f"sync: refusing to push: {', '.join(found[:5])} {'is' if len(found) == 1 else 'are'} marked `sync: local` "
-            "but committed; remove from git with `git rm --cached <file>` and `git commit`, then sync again"
+            f"sync: refusing to push: commits not yet on {remote} hold memory files that may not leave this machine: "
+            + "; ".join(found[:5])
+            + (f"; and {len(found) - 5} more" if len(found) > 5 else "")
+            + f". A later commit that removes them is not enough (the earlier one would still be pushed): undo the "
+            f"commits that are not pushed with `{fix}` (your files stay as they are), then run `memory-mcp sync` again"
         )

@@ -5,6 +5,7 @@ from __future__ import annotations
 from pathlib import Path
 
 from ..canon import files as canon
+from ..domain import provenance
 from ..domain.errors import InputError
 from ..domain.fields import EDIT_VALUES
 from ..domain.models import BrowseAnswer, EditableMemory, MemoryItem, StoreInfo
@@ -61,6 +62,7 @@ def browse(
                 type=m.type,
                 state=m.state,
                 trust=m.trust,
+                origin=provenance.shown(m.origin),
                 entities=m.entities,
                 created=m.created,
                 updated=m.updated,

@@ -1,8 +1,11 @@
 """Session start: what an agent should know before its first question, in Markdown within a byte budget.
 
 Order: the current handoff (where the last session left off), then the most important active memories,
-then unresolved conflicts and reviews due. Importance: what the user stated as a preference or decision
-comes first; within a tier, recently updated and often recalled memories first. Conflicts and reviews
+then unresolved conflicts and reviews due. Importance: what a person confirmed comes first, then what the user
+stated as a preference or decision (through this user's own surfaces: a teammate's, brought by sync, is not
+theirs), then anything else the user stated (a fact such as their name); within a tier, recently updated and
+often recalled memories first. Every memory but a confirmed one is
+labelled with who says so and where it came from ("stated by the user, as recorded by claude-code 2.1"). Conflicts and reviews
 are capped and their room is reserved before the memories fill the rest, so they always show.
 """
 
@@ -14,6 +17,7 @@ from dataclasses import dataclass, field
 from datetime import UTC, date, datetime
 from typing import TYPE_CHECKING
 
+from ..domain import provenance
 from ..domain.errors import InputError, StoreMissingError
 from ..domain.models import ConflictSummary, ContextAnswer, HandoffInfo, ReviewDue
 from ..domain.screen import FENCE, data_line, fenced
@@ -21,6 +25,7 @@ from ..domain.text import clip
 from ..index import conflict_pairs as conflict_table
 from ..index import db as ix
 from ..index import reads
+from ..store import arrivals
 from .limits import DEFAULT_BUDGET
 
 if TYPE_CHECKING:
@@ -43,7 +48,8 @@ class Important:
 
     memory: ix.IndexedMemory
     scope: str
-    tier: int  # 0: a user-stated preference or decision; 1: everything else
+    tier: int  # 0: confirmed by a person; 1: a preference or decision this user stated; 2: anything else they
+    # stated; 3: everything else
     weight: float  # freshness + heat, each 0..1
 
 
@@ -58,6 +64,8 @@ class ScopeContext:
     conflicts_total: int
     reviews: list[ReviewDue] = field(default_factory=list)
     quarantined: int = 0  # memories held back (never listed)
+    teammates: dict[str, list[str]] = field(default_factory=dict)  # the last sync's new memories by author: titles
+    me: str | None = None  # who this machine commits as (the last sync's)
 
 
 def current_handoff(conn: sqlite3.Connection) -> ix.IndexedMemory | None:
@@ -88,7 +96,9 @@ def _age_days(stamp: str, now: datetime) -> float:
     return max(0.0, (now - when).total_seconds() / 86400)
 
 
-def important_memories(conn: sqlite3.Connection, scope: str, now: datetime | None = None) -> list[Important]:
+def important_memories(
+    conn: sqlite3.Connection, scope: str, now: datetime | None = None, me: str | None = None
+) -> list[Important]:
     """Every active memory but the handoff and those past their `valid_until`, most important first."""
     now = now or datetime.now(UTC)
     today = now.astimezone().date().isoformat()
@@ -106,15 +116,31 @@ def important_memories(conn: sqlite3.Connection, scope: str, now: datetime | Non
         freshness = 1.0 / (1.0 + _age_days(m.updated, now) / FRESH_DAYS)
         recalls = heat.get(m.id, (0, ""))[0]
         hot = min(1.0, math.log1p(recalls) / math.log1p(HOT_RECALLS))
-        tier = 0 if m.type in FIRST_TIER and m.trust == "user-stated" else 1
+        tier = _tier(m, me)
         out.append(Important(m, scope, tier, freshness + hot))
     out.sort(key=lambda i: (i.tier, -i.weight, i.memory.id))
     return out
 
 
-def _memory_line(item: Important, show_scope: bool) -> str:
+def _tier(m: ix.IndexedMemory, me: str | None = None) -> int:
+    """0: what a person confirmed; 1: a preference or decision this user stated (not one a sync brought from a
+    teammate: theirs is seen before it is trusted); 2: anything else this user stated (issue 45: "my name is
+    Sam" is what the user stated, not merely worth knowing); 3: everything else."""
+    if m.trust == "confirmed":
+        return 0
+    if m.trust == "user-stated" and not provenance.from_teammate(m.origin, me):
+        return 1 if m.type in FIRST_TIER else 2
+    return 3
+
+
+SECTIONS = ("## What the user confirmed", "## What the user stated", "## What the user stated", "## Also worth knowing")
+
+
+def _memory_line(item: Important, show_scope: bool, me: str | None = None) -> str:
+    """One memory: its type, who says so (`provenance.label`: the origin, unless a person confirmed it) and scope."""
     m = item.memory
-    tags = [m.type] + ([m.trust] if m.trust != "user-stated" else []) + ([item.scope] if show_scope else [])
+    said = [] if item.tier == 0 else [provenance.label(m.trust, m.origin, me=me)]
+    tags = [m.type, *said] + ([item.scope] if show_scope else [])
     return data_line(f"- {m.title} ({', '.join(tags)}): {clip(m.excerpt, EXCERPT_CHARS)} [{m.path}]")
 
 
@@ -146,6 +172,17 @@ def build_context(parts: list[ScopeContext], budget: int = DEFAULT_BUDGET) -> Co
         head += ["No handoff yet: remember one (type=handoff) before this session ends.", ""]
 
     tail: list[str] = []
+    teammates = [(author, titles) for p in parts for author, titles in p.teammates.items()]
+    if teammates:
+        named_lines = []
+        for author, titles in teammates:
+            named = "; ".join(clip(t, TITLE_CHARS) for t in titles[:MAX_LISTED])
+            more = f" and {len(titles) - MAX_LISTED} more" if len(titles) > MAX_LISTED else ""
+            named_lines.append(data_line(f"- {len(titles)} from {author}: {named}{more}"))
+        tail += [""] + _section(
+            f"## New from teammates ({sum(len(t) for _, t in teammates)}, at the last sync)", named_lines
+        )
+        tail.append("What a teammate recorded, not what this user stated: check before relying on it.")
     conflicts = [c for p in parts for c in p.conflicts]
     total_conflicts = sum(p.conflicts_total for p in parts)
     if total_conflicts:
@@ -170,11 +207,10 @@ def build_context(parts: list[ScopeContext], budget: int = DEFAULT_BUDGET) -> Co
         )
     held = sum(p.quarantined for p in parts)
     if held:
-        tail += [
-            "",
-            f"_{held} memories held in quarantine (not shown): a person reviews them with `memory-mcp quarantine`._",
-        ]
+        held_text = "1 memory" if held == 1 else f"{held} memories"
+        tail += ["", f"_{held_text} held in quarantine, not shown: a person reviews them (`memory-mcp quarantine`)._"]
 
+    mine = {p.scope: p.me for p in parts}
     ranked = sorted((i for p in parts for i in p.memories), key=lambda i: (i.tier, -i.weight, i.memory.id))
     # room for the memories: the budget minus the head, the tail and the closing line
     closing = f"_{len(ranked)} more active memories: memory_recall finds them._"
@@ -192,8 +228,8 @@ def build_context(parts: list[ScopeContext], budget: int = DEFAULT_BUDGET) -> Co
         return lines
 
     for item in ranked:
-        title = "## What the user stated" if item.tier == 0 else "## Also worth knowing"
-        line = _memory_line(item, show_scope)
+        title = SECTIONS[item.tier]
+        line = _memory_line(item, show_scope, mine.get(item.scope))
         if _size(laid_out((title, line))) > room:
             break
         if sections and sections[-1][0] == title:
@@ -238,15 +274,33 @@ def context(
     with svc.scopes.open(scope, store) as opened:
         for o in opened:
             conn = o.session.conn
+            came = arrivals.load(o.session.store)
+            me = came.me if came is not None else None
             parts.append(
                 ScopeContext(
                     scope=o.scope,
                     handoff=current_handoff(conn),
-                    memories=important_memories(conn, o.scope),
+                    memories=important_memories(conn, o.scope, me=me),
                     conflicts=conflict_table.open_summaries(o.session.conn, o.scope, 10),
                     conflicts_total=conflict_table.open_count(o.session.conn),
                     reviews=reviews_due(conn),
                     quarantined=reads.quarantined_count(conn),
+                    teammates=_teammates(conn, came),
+                    me=me,
                 )
             )
     return build_context(parts, budget)
+
+
+def _teammates(conn: sqlite3.Connection, came: arrivals.Arrivals | None) -> dict[str, list[str]]:
+    """The titles of the last sync's new memories from other authors that are still active, by author."""
+    out: dict[str, list[str]] = {}
+    for author, ids in (came.by_author() if came is not None else {}).items():
+        titles = [
+            m.title
+            for i in ids
+            if (m := ix.get_memory(conn, mem_id=i)) is not None and m.state == "active" and m.quarantine is None
+        ]
+        if titles:
+            out[author] = titles
+    return out

@@ -7,6 +7,7 @@ from pathlib import Path
 from typing import Any
 
 from ..canon import files as canon
+from ..domain import provenance
 from ..domain.errors import InputError, NotFoundError
 from ..domain.models import (
     ConflictHistoryEntry,
@@ -81,6 +82,7 @@ def read(
             index=index,
         )
         if mem is not None:
+            answer.trust, answer.origin = mem.trust, provenance.shown(mem.origin)
             answer.superseded_at = reads.superseded_at(o.session.conn, mem.id)
             answer.supersedes_chain = chain(o.session, mem, "supersedes")
             answer.superseded_by_chain = chain(o.session, mem, "superseded_by")

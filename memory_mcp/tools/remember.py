@@ -51,7 +51,7 @@ def remember(
     values_set = check_values(values)
     supersedes = list(dict.fromkeys(supersedes or []))
     if not private:  # a private memory (`sync: local`) never leaves this machine: it may hold anything
-        refuse_secrets({"title": title, "body": body, "source": source, **values_set})
+        refuse_secrets({"title": title, "body": body, "source": source, "entities": entities, **values_set})
     verdict = screen(memory_texts(title, body, source, entities))
     if verdict.invisible:
         raise InputError(verdict.refusal())

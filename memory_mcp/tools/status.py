@@ -6,6 +6,7 @@ from collections import defaultdict
 from datetime import timedelta
 
 from ..canon import files as canon
+from ..domain import provenance
 from ..domain.models import (
     CompactionCandidate,
     DuplicatePair,
@@ -60,6 +61,7 @@ def status(svc: ServiceState, store: str | None = None, scope: str | None = None
             by_state=by["state"],
             by_type=by["type"],
             by_trust=by["trust"],
+            by_origin=_origins(by["origin"]),
             handoff=handoff_info(s.scope, handoff) if handoff is not None else None,
             unresolved_conflicts=conflict_table.open_summaries(s.conn, s.scope),
             unresolved_conflicts_total=conflict_table.open_count(s.conn),
@@ -107,3 +109,12 @@ def _compaction(svc: ServiceState, s: StoreSession) -> list[CompactionCandidate]
             )
         )
     return out
+
+
+def _origins(counts: dict[str | None, int]) -> dict[str, int]:
+    """Memories per origin as answers show it (none recorded: "origin unknown"), most first."""
+    out: dict[str, int] = {}
+    for text, n in counts.items():
+        key = provenance.shown(text)
+        out[key] = out.get(key, 0) + n
+    return dict(sorted(out.items(), key=lambda kv: (-kv[1], kv[0])))

@@ -6,8 +6,9 @@ import time
 from dataclasses import asdict
 
 from ..domain.models import GitSetupAnswer, SyncAnswer, SyncChanges
+from ..store import arrivals
 from ..store import sync as git_sync
-from ..store.session import index_report
+from ..store.session import exclusive, index_report
 from .state import ServiceState
 
 
@@ -19,16 +20,23 @@ def sync(
 ) -> SyncAnswer:
     """Commit this store's canon, merge the remote's, push; then reconcile the index with what arrived."""
     s = svc.scopes.session(scope)
-    result = git_sync.sync(s.store.root, options or git_sync.SyncOptions(), progress)
+    before = arrivals.head(s.store.root)
+    result = git_sync.sync(s.store.root, options or git_sync.SyncOptions(), progress, hold=lambda: exclusive(s))
     started = time.perf_counter()
+    with exclusive(s):  # a teammate's new memory names its author before it is indexed
+        came = arrivals.receive(s.store, before)
     with s.transaction() as report:
         index = index_report(s, report)
     reindex_seconds = round(time.perf_counter() - started, 4)
     if git_sync.pending_changes(s.store.root):
         # the reconcile rewrote what arrived (an archived memory whose body was edited elsewhere is active
         # again): send that too, so one sync leaves nothing behind
+        before = arrivals.head(s.store.root)
         again = git_sync.sync(s.store.root, git_sync.SyncOptions(options.remote, result.branch, options.push)
-                              if options else git_sync.SyncOptions(branch=result.branch), progress)  # fmt: skip
+                              if options else git_sync.SyncOptions(branch=result.branch), progress,
+                              hold=lambda: exclusive(s))  # fmt: skip
+        with exclusive(s):
+            came = arrivals.receive(s.store, before, also=came)
         with s.transaction() as report:
             index = index_report(s, report)
         _fold(result, again)
@@ -48,6 +56,7 @@ def sync(
         reindex_seconds=reindex_seconds,
         seconds=round(result.seconds + reindex_seconds, 4),
         index=index,
+        from_teammates=came.by_author(),
     )
 
 

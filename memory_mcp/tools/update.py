@@ -158,7 +158,7 @@ def _edit(
     if not fields and new_title is None and new_body is None:
         raise InputError(f"edit: op=edit needs at least one of title, body, {', '.join(EDIT_FIELDS)}")
     # every text that reaches the file, the optional values included (a text field may hold a credential)
-    texts = {"title": new_title, "body": new_body, "source": fields.get("source")}
+    texts = {"title": new_title, "body": new_body, "source": fields.get("source"), "entities": fields.get("entities")}
     texts |= {n: v for n, v in fields.items() if n in EDIT_VALUES and isinstance(v, str)}
     if any(texts.values()) and not _stays_local(s, mem):
         refuse_secrets(texts)

@@ -2,7 +2,10 @@
 
 - `access.py`: who may call it: the bearer token file and its constant-time check, an external authorization
   server's tokens by introspection (`--oauth-*`), the Host/Origin allow-lists (loopback names by default);
-- `guard.py`: refuses a token in the URL, bounds a request body's size and the time to send it;
+- `guard.py`: refuses a token in the URL, closes the connection of a request that did not authenticate,
+  bounds a request body's size and the time to send it, and reads it only after the token check;
+- `connections.py`: uvicorn's h11 protocol with a deadline for request heads and a cap on connections
+  that have not sent one;
 - `serve.py`: `serve_http`: binds the socket, assembles the SDK's app around `build_server`, runs uvicorn.
 """
 

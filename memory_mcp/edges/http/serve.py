@@ -9,6 +9,7 @@ they serialise a stdio server's concurrent requests.
 
 from __future__ import annotations
 
+import functools
 import signal
 import socket
 import sys
@@ -16,8 +17,11 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 import uvicorn
+from mcp.server.auth.middleware.bearer_auth import RequireAuthMiddleware
 from mcp.server.auth.settings import AuthSettings
 from mcp.server.transport_security import TransportSecuritySettings
+from starlette.applications import Starlette
+from starlette.routing import Route
 
 from ...domain.errors import InputError
 from ...tools.service import MemoryService
@@ -38,12 +42,13 @@ from .access import (
     oauth_options,
     url_host,
 )
-from .guard import MAX_BODY_BYTES, RequestGuard
+from .connections import HeadLimitedH11Protocol, WaitingHeads
+from .guard import MAX_BODY_BYTES, BodyGuard, RequestGuard
 
 MCP_PATH = "/mcp"
 SESSION_IDLE_SECONDS = 15 * 60  # a session nobody used for this long is closed (a client that vanished)
 MAX_SESSIONS = 1000
-MAX_CONNECTIONS = 512  # open connections beyond this get 503 instead of a worker
+MAX_CONNECTIONS = 512  # open connections at which a request gets 503 (those without a head make room first)
 
 
 @dataclass
@@ -141,10 +146,14 @@ def serve_http(service: MemoryService, options: HttpOptions) -> None:
         ),
         host=options.host,
     )
-    guarded = RequestGuard(app, verifier.matches if verifier else None)
-    # no access log: it would print request lines (a refused token in a query included) and goes to stdout
+    guard_bodies(app)
+    guarded = RequestGuard(app, token.token if token else None)
+    # no access log: it would print request lines (a refused token in a query included) and goes to stdout;
+    # h11 with a deadline for request heads (`connections.py`), whatever else is installed; no WebSocket
     config = uvicorn.Config(
         guarded,
+        http=functools.partial(HeadLimitedH11Protocol, heads=WaitingHeads()),
+        ws="none",
         log_config=None,
         access_log=False,
         log_level="warning",
@@ -176,6 +185,17 @@ def serve_http(service: MemoryService, options: HttpOptions) -> None:
         uvicorn.Server(config).run(sockets=[sock])
     finally:
         sock.close()
+
+
+def guard_bodies(app: Starlette) -> None:
+    """Put `BodyGuard` in front of the MCP transport, behind the SDK's bearer check (`RequireAuthMiddleware`,
+    the endpoint of the SDK's `/mcp` route when a verifier is given): a body is read only once its request
+    carries a valid token."""
+    [route] = [r for r in app.routes if isinstance(r, Route) and r.path == MCP_PATH]
+    if isinstance(route.app, RequireAuthMiddleware):
+        route.app.app = BodyGuard(route.app.app)
+    else:  # --no-auth: no bearer check
+        route.app = BodyGuard(route.app)
 
 
 def _exit_normally(signum: int, frame: object) -> None:
