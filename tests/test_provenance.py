@@ -110,7 +110,7 @@ async def test_every_answer_says_where_a_memory_came_from_and_older_files_say_un
     assert cli(store, "update", "edit", "OLD1", "--trust", "confirmed").returncode == 0
     context = cli(store, "context").stdout
     assert context.index("## What the user confirmed") < context.index("## What the user stated")
-    assert "- **Staging runs on Fly** (fact): " in context
+    assert "- Staging runs on Fly (fact): " in context  # memory text inside the context's fence (issue 44 part 4)
     status = cli(store, "status").stdout
     assert "  origin: 2 mcp test-agent 9.1, 1 hand edit, 1 origin unknown\n" in status
 
