@@ -22,7 +22,7 @@ from .npm_tools import CLAUDE_CODE, npm_package
 
 PLUGIN = REPO / ".claude-plugin" / "plugin.json"
 MARKETPLACE = REPO / ".claude-plugin" / "marketplace.json"
-MCP_JSON = REPO / ".mcp.json"
+MCP_JSON = REPO / "plugin" / ".mcp.json"
 LAUNCHER = REPO / "plugin" / "bin" / "run-memory-mcp"
 HOOK = REPO / "plugin" / "bin" / "memory-hook"
 SKILL = REPO / "plugin" / "skills" / "memory" / "SKILL.md"
@@ -64,7 +64,8 @@ def test_the_plugin_the_mcp_json_and_the_readme_name_one_server_command() -> Non
     plugin = json.loads(PLUGIN.read_text())
     marketplace = json.loads(MARKETPLACE.read_text())
     servers = json.loads(MCP_JSON.read_text())["mcpServers"]
-    assert plugin["mcpServers"] == "./.mcp.json"
+    assert plugin["mcpServers"] == "./plugin/.mcp.json"
+    assert not (REPO / ".mcp.json").exists()  # a project .mcp.json here would name a variable only plugins get
     assert servers == {"memory": {"command": SERVER_COMMAND, "args": ["serve"]}}
     [entry] = marketplace["plugins"]
     assert entry["name"] == plugin["name"] and entry["source"] == "./" and entry["version"] == plugin["version"]
