@@ -212,6 +212,8 @@ def invisible_characters(text: str, field: str = "body") -> list[Finding]:
                 continue
         elif cp == 0xFEFF and i == 0:
             continue
+        elif cp == 0x200B and (i == 0 or before == "\n") and text.startswith("---", i + 1):
+            continue  # the server's own guard: a body line `---` must not pass for a second frontmatter block
         elif cp == 0x00AD and before.isalpha() and after.isalpha():
             continue  # a soft hyphen inside a word is a hyphenation hint
         if 0xE0000 <= cp <= 0xE007F and before and 0xE0000 <= ord(before) <= 0xE007F:
