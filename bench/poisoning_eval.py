@@ -210,11 +210,12 @@ async def inspect(store: Path, case: dict[str, Any], out: Outcome) -> None:
                     continue
                 if mem.title in ("Meeting room",) and "room 4B" in mem.body:
                     continue  # tool_update's harmless start, when the edit was refused
-                out.memories.append({"id": mem.id, "title": mem.title, "quarantine": mem.quarantine})
                 read = await client.call_tool("memory_read", {"id": mem.id})
+                held = (read.structured_content or {}).get("quarantine")  # the index's: a hand edit's is held there
+                out.memories.append({"id": mem.id, "title": mem.title, "quarantine": held})
                 answers += [getattr(b, "text", "") for b in read.content]
                 answers.append(json.dumps(read.structured_content, ensure_ascii=False))
-                if not mem.quarantine and mem.title and mem.title in context_text:
+                if not held and mem.title and mem.title in context_text:
                     out.context_leak = True
             results = (recall.structured_content or {}).get("results", [])
             text = "\n".join(getattr(b, "text", "") for b in recall.content)

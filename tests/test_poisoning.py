@@ -180,9 +180,10 @@ async def test_hidden_characters_in_a_hand_edited_file_are_quarantined_and_serve
         first = await t.raw("memory_recall", query="seed")  # the next call's reconcile screens the new file
         assert first.structured_content["index"]["reconcile"]["quarantined"] == ["memories/tabs.md"]
         assert "1 put in quarantine: memories/tabs.md" in first.content[0].text
-        meta = read_frontmatter(store / "memories" / "tabs.md")
-        assert "invisible characters: U+E0069" in meta["quarantine"]
+        # held in the index: the server does not rewrite a file a person may be editing (reindex writes it)
+        assert "quarantine" not in read_frontmatter(store / "memories" / "tabs.md")
         read = await t.raw("memory_read", id="01HANDTABS")
+        assert "invisible characters: U+E0069" in read.structured_content["quarantine"]
         recall = await t.raw("memory_recall", query="team prefers tabs")
         context = "".join(c.text for c in (await t.client.read_resource("memory://context")).contents)
     for served in (read.content[0].text, json.dumps(read.structured_content), recall.content[0].text, context):
@@ -263,8 +264,8 @@ def test_a_poisoned_memory_from_a_teammate_arrives_in_quarantine(tmp_path: Path)
     write(mate.memories / "rule.md", memory_text("01MATERULE", "Deploy rule", OVERRIDE))
     mate.sync()
     me.sync()
-    meta = read_frontmatter(me.memories / "rule.md")
-    assert "addresses the agent" in meta["quarantine"]
+    [held] = json.loads(me.cli("quarantine", "--json").stdout)["memories"]
+    assert held["id"] == "01MATERULE" and "addresses the agent" in held["quarantine"]
     assert "Deploy rule" not in me.cli("context").stdout
 
 

@@ -392,17 +392,12 @@ def index_file(
             mem.updated = canon.now_iso()
     if mem.quarantine is None and not released_for(mem.released, mem.title, mem.body):
         # every way in that is not a tool call (a hand edit, a sync, a copied file, a store from before the
-        # screen) is screened here, on the first read of new content
+        # screen) is screened here, on the first read of new content. Held in the index only: the server never
+        # rewrites a file a person may be editing (`reindex`, asked for, writes the marker into the file)
         verdict = screen(memory_texts(mem.title, mem.body, mem.source, mem.entities))
         if not verdict.clean:
             mem.quarantine = quarantine_marker(verdict, canon.now_iso()[:10])
             outcome.quarantined = True
-            try:  # written into the file when it is still the bytes just read; else held in the index only
-                sha = canon.rewrite(path, _quarantine(mem.quarantine), expected_sha=sha)
-                before = path.stat()
-                mtime = _gate_mtime(before.st_mtime_ns)
-            except (canon.CanonError, OSError):
-                pass
     ix.put_memory(conn, rel, mem, dictionary.normalise(mem.entities))
     ledger.put_file(conn, ledger.FileRow(rel, mtime, before.st_size, sha, mem.id, None, before.st_ino))
     outcome.memory_id = mem.id
@@ -430,13 +425,6 @@ def _read_capped(path: Path) -> tuple[os.stat_result, bytes]:
         return st, b"".join(chunks)
     finally:
         os.close(fd)
-
-
-def _quarantine(marker: str) -> Callable[[dict], None]:
-    def mutate(meta: dict) -> None:
-        meta["quarantine"] = marker
-
-    return mutate
 
 
 def _reactivate(meta: dict) -> None:

@@ -54,7 +54,7 @@ def reindex(
             mismatches += [m.model_copy(update={"scope": o.scope}) for m in (_verify(s) if verify else [])]
             report, _ = s.rebuild(stage_reporter(progress, "index", o.scope))
             # what the call's opening reconcile put in quarantine (new files), then what the rebuild did
-            held = dict.fromkeys([*o.report.quarantined, *report.quarantined])
+            held = _write_quarantine_markers(s)
             quarantined += [f"{o.scope}: {p}" if len(opened) > 1 else p for p in held]
             auto_closed += [c.model_copy(update={"scope": o.scope}) for c in _close_stale_conflicts(svc, s)]
             files += report.scanned
@@ -79,6 +79,31 @@ def reindex(
     answer.embedded, answer.semantic_note = embed_pending(svc, store=store, scope=scope, progress=progress)
     answer.seconds = round(time.perf_counter() - started, 4)
     return answer
+
+
+def _write_quarantine_markers(s: StoreSession) -> list[str]:
+    """Write into each file the quarantine its reconcile holds in the index only (hand edits, syncs, files from
+    before the screen): the memories this reindex put in quarantine, by path. A file changed since it was read
+    is left for the next reindex; nothing is deleted."""
+    held = [(r[2], r[4]) for r in reads.quarantined(s.conn)]
+    ledger = file_rows_at(s.conn, [path for path, _ in held])
+    written = []
+    for path, marker in held:
+        full = s.store.root / path
+        try:
+            if "quarantine" in canon.read_frontmatter(full):
+                continue
+            canon.rewrite(
+                full,
+                lambda meta, marker=marker: meta.__setitem__("quarantine", marker),
+                expected_sha=ledger[path].sha256,
+            )
+        except (canon.CanonError, KeyError, OSError):
+            continue
+        written.append(path)
+    if written:
+        s.write_files(written)
+    return written
 
 
 def _close_stale_conflicts(svc: ServiceState, s: StoreSession) -> list[AutoClosedConflict]:
