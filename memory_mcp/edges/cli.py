@@ -15,8 +15,6 @@ import sys
 from pathlib import Path
 from typing import TYPE_CHECKING
 
-from pydantic import BaseModel
-
 import memory_mcp
 
 from ..config import ConfigError, Settings, describe, load_settings
@@ -40,15 +38,15 @@ from ..domain.models import (
 from ..domain.screen import quarantine_label, visible, visible_data
 from ..domain.vocabulary import FORGET_MODES, RECALL_MODES, RESOLUTIONS, SCOPES, STATES, TRUSTS, TYPES, UPDATE_OPS
 from ..importers import FORMATS
-from ..importers.run import ImportAnswer, apply_import, dry_run, plan_import
-from ..store.git import GitFailedError, SyncInterrupted
-from ..store.sync import SyncOptions
 from ..tools.service import MemoryService
 from ..tools.workers import MAX_DEFAULT_WORKERS, default_workers
 from .answer_text import result_marks, weak_results_note
 
 if TYPE_CHECKING:
+    from pydantic import BaseModel
     from tqdm import tqdm
+
+    from ..importers.run import ImportAnswer
 
 EXIT_OK, EXIT_MISMATCH, EXIT_USAGE = 0, 1, 2
 EXIT_GIT_FAILED = 1
@@ -417,6 +415,8 @@ def _import_command(command) -> None:
 
 
 def _run_import(service: MemoryService, args: argparse.Namespace) -> int:
+    from ..importers.run import apply_import, dry_run, plan_import  # the importers load only for `import`
+
     plan = plan_import(service, args.format, args.path, scope=args.scope)
     if args.dry_run:
         answer = dry_run(plan)
@@ -520,18 +520,16 @@ def _main(argv: list[str] | None) -> int:
             service.scope_for_reading()  # browsing never creates a store
             return _ui(service, args.port)
         return _run(service, args)
-    except GitFailedError as exc:
-        print(f"memory-mcp: {exc}", file=sys.stderr)
-        return EXIT_GIT_FAILED
-    except SyncInterrupted as exc:
-        print(f"memory-mcp: {exc}", file=sys.stderr)
-        return EXIT_INTERRUPTED
     except KeyboardInterrupt:  # a Ctrl-C outside a step that must finish: one line, no traceback
         print("memory-mcp: interrupted (Ctrl-C)", file=sys.stderr)
         return EXIT_INTERRUPTED
     except MemoryMcpError as exc:
+        from ..store.git import GitFailedError, SyncInterrupted  # raised only by sync and git-setup
+
         print(f"memory-mcp: {exc}", file=sys.stderr)
-        return EXIT_USAGE
+        if isinstance(exc, SyncInterrupted):
+            return EXIT_INTERRUPTED
+        return EXIT_GIT_FAILED if isinstance(exc, GitFailedError) else EXIT_USAGE
     finally:
         service.close()
 
@@ -625,6 +623,8 @@ def _run(service: MemoryService, args: argparse.Namespace) -> int:
         _emit(service.context(scope=args.scope, budget=args.budget), args.json, lambda a: a.text.rstrip("\n"))
         return EXIT_OK
     if args.command == "sync":
+        from ..store.sync import SyncOptions
+
         options = SyncOptions(remote=args.remote, branch=args.branch, push=not args.no_push, init_url=args.init)
         answer = service.sync(options, scope=args.scope, progress=_terminal_steps())
         _emit(answer, args.json, _sync_text)
@@ -930,7 +930,8 @@ def _reindex_text(a: ReindexAnswer) -> str:
     lines += [f"unparseable {u.path}: {u.reason}" for u in a.unparseable]
     lines += [f"put in quarantine: {path}" for path in a.quarantined]
     lines += [
-        f"auto-closed conflict {c.pair_hash} ({c.recorded_in} <> {c.other_id}): {'; '.join(c.reasons)}"
+        f"{'would auto-close' if a.verified else 'auto-closed'} conflict {c.pair_hash} ({c.recorded_in} <> "
+        f"{c.other_id}): {'; '.join(c.reasons)}"
         for c in a.auto_closed
     ]
     if a.verified:
