@@ -111,7 +111,6 @@ def _write_quarantine_markers(s: StoreSession) -> list[str]:
     return written
 
 
-def _close_stale_conflicts(svc: ServiceState, s: StoreSession) -> list[AutoClosedConflict]:
 def _close_stale_conflicts(svc: ServiceState, s: StoreSession, write: bool = True) -> list[AutoClosedConflict]:
     """Resolve, in the holder's file, open pairs an earlier gate recorded that today's gate rejects.
 
