@@ -160,7 +160,8 @@ def _stamped(mem_id: str, title: str, kind: str, updated: str, extra: str = "") 
 
 
 def _memory_lines(text: str) -> list[str]:
-    return [line for line in text.splitlines() if line.startswith("- **")]
+    # one line per memory, inside its section's ~~~memory fence (issue 44): `- title (type, ...): excerpt [path]`
+    return [line for line in text.splitlines() if line.startswith("- ") and line.endswith(".md]")]
 
 
 def test_a_small_budget_shows_the_head_of_the_full_ranking(store: Path) -> None:
@@ -185,7 +186,7 @@ def test_a_small_budget_shows_the_head_of_the_full_ranking(store: Path) -> None:
     for _ in range(12):  # recalled often: hot enough to rank high despite its age
         assert run(store, "recall", "ancient ferry timetable").returncode == 0
     full = run(store, "context", "--budget", "100000")
-    small = run(store, "context", "--budget", "512")
+    small = run(store, "context", "--budget", "768")  # (768: the notes line and the fences take ~120 bytes, issue 44)
     assert full.returncode == 0 and small.returncode == 0, (full.stderr, small.stderr)
     every = _memory_lines(full.stdout)
     assert len(every) == 93 and not any("Expired long ago" in line for line in every)
