@@ -33,6 +33,7 @@ from datetime import UTC, datetime
 from functools import lru_cache
 from typing import get_args
 
+from ..domain import provenance
 from ..domain.models import ConflictCandidate, NeighbourKind, RelatedMemory
 from ..domain.text import fold, squeezed_folded
 from ..domain.vocabulary import PERMISSION_AXIS, Trust
@@ -778,6 +779,7 @@ def find_neighbours(
                 excerpt=mem.excerpt,
                 type=mem.type,
                 trust=mem.trust,
+                origin=provenance.shown(mem.origin),
                 shared_entities=sorted(set(entities) & set(mem.entities)),
                 text_similarity=round(verdict.text_similarity, 3),
                 days_apart=_days_between(created, mem.created),
