@@ -10,6 +10,7 @@ ever keeps a conflict marker and no edit is lost. A failed merge is aborted: not
 
 from __future__ import annotations
 
+import glob
 import os
 import shlex
 import signal
@@ -671,18 +672,30 @@ def _resolve_unmerged(git: Git, prefix: str, result: SyncResult, held: set[str])
     clash was settled there first), it is not written twice."""
     out = git.run("ls-files", "-u", "-z").stdout.split(b"\0")
     stages: dict[str, dict[int, str]] = {}
+    modes: dict[str, str] = {}
     for entry in out:
         if not entry:
             continue
         info, _, path = entry.decode("utf-8").partition("\t")
-        _mode, sha, stage = info.split()
+        mode, sha, stage = info.split()
         stages.setdefault(path, {})[int(stage)] = sha
+        modes[path] = mode
     added: list[str] = []
     notes = result.notes
     data = git.blobs([sha for have in stages.values() for sha in have.values()])  # one `cat-file --batch`
     for path, have in stages.items():
         full = git.root / path
         blobs = {n: data[sha] or b"" for n, sha in have.items()}
+        if _is_memory_path(path, prefix) and full.is_file() and is_local_only(full.read_bytes()):
+            # private here (this machine stopped sharing it), changed on the other side: the shared version goes
+            # on in git as the other side left it, and this machine's private file is never written over
+            shared = have.get(3) or have[min(have)]
+            git.run("update-index", "--cacheinfo", f"{modes[path]},{shared},{path}")
+            for stray in full.parent.glob(f"{glob.escape(full.name)}~*"):  # where git put theirs beside it
+                stray.unlink()
+            notes.append(f"{path}: private here (sync: local) and changed on the other machine; their version stays "
+                         "shared, this machine keeps its private one")  # fmt: skip
+            continue
         if 2 in blobs and full.is_file():
             # this side's version is the work tree's: git left it there, and after an interrupted sync it also
             # holds what a server wrote since (a person's half-done `git pull` leaves markers: then the stage)
