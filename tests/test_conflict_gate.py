@@ -297,10 +297,16 @@ async def test_reindex_closes_old_gate_false_alarms_and_keeps_real_and_resolved_
     async with stdio_tools(store) as tools:
         before = await tools.status()
         assert before["unresolved_conflicts_total"] == 3
+        # verify only reads: it says which pairs a reindex would close, and writes no file
+        bytes_before = {p: p.read_bytes() for p in memories.glob("*.md")}
         answer = await tools.ok("memory_reindex", verify=True)
         assert answer["mismatches"] == []
-        closed = answer["auto_closed"]
-        assert [(c["recorded_in"], c["other_id"]) for c in closed] == [("01M8000000000000000000BOB1", TABS_ID)]
+        would = answer["auto_closed"]
+        assert [(c["recorded_in"], c["other_id"]) for c in would] == [("01M8000000000000000000BOB1", TABS_ID)]
+        assert {p: p.read_bytes() for p in memories.glob("*.md")} == bytes_before
+        assert _entry(bob, TABS_ID)["status"] == "open"
+        closed = (await tools.ok("memory_reindex"))["auto_closed"]
+        assert closed == would
         assert closed[0]["reasons"][0] == "different subjects: bob / alice"
 
         # the file says why: resolved, auto-closed, with the gate's reasons and when
@@ -316,7 +322,7 @@ async def test_reindex_closes_old_gate_false_alarms_and_keeps_real_and_resolved_
         assert open_pairs == {frozenset((TABS_ID, SPACES_ID)), frozenset((TABS_ID, "01M8000000000000000000CAR1"))}
         history = {h["other_id"]: h for h in (await tools.read(id="01M8000000000000000000BOB1"))["conflicts"]}
         assert history[TABS_ID]["resolution"] == "auto-closed"
-        # nothing left to close: a second reindex changes nothing
+        # nothing left to close: another reindex changes nothing
         bytes_before = {p: p.read_bytes() for p in memories.glob("*.md")}
         assert (await tools.ok("memory_reindex"))["auto_closed"] == []
         assert {p: p.read_bytes() for p in memories.glob("*.md")} == bytes_before

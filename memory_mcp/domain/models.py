@@ -84,6 +84,11 @@ class ReconcileReport(Answer):
         "the only files that changed and just those were read; none: the watch saw no change and no other process "
         "wrote the index, so nothing was read.",
     )
+    renumbered: list[str] = Field(
+        default_factory=list,
+        description="Files that held an id another file keeps (a copy made by hand), given a new id of their own by "
+        "this pass: 'path: ID stays with <path>; this file is now NEW_ID'.",
+    )
     seconds: float = 0.0
 
 
@@ -542,7 +547,9 @@ class ReindexAnswer(Answer):
     mismatches: list[Mismatch]
     seconds: float
     auto_closed: list[AutoClosedConflict] = Field(
-        default_factory=list, description="Open pairs from an earlier gate closed as no longer conflicting, and why."
+        default_factory=list,
+        description="Open pairs from an earlier gate closed as no longer conflicting, and why (with verify: the "
+        "pairs a reindex would close; verify writes no memory file).",
     )
     embedded: int = Field(default=0, description="Memories embedded for hybrid search by this reindex.")
     semantic_note: str = ""

@@ -894,7 +894,8 @@ def _reindex_text(a: ReindexAnswer) -> str:
         lines.append(f"embedded {_count(a.embedded, 'memory', 'memories')} for hybrid search{note}")
     lines += [f"unparseable {u.path}: {u.reason}" for u in a.unparseable]
     lines += [
-        f"auto-closed conflict {c.pair_hash} ({c.recorded_in} <> {c.other_id}): {'; '.join(c.reasons)}"
+        f"{'would auto-close' if a.verified else 'auto-closed'} conflict {c.pair_hash} ({c.recorded_in} <> "
+        f"{c.other_id}): {'; '.join(c.reasons)}"
         for c in a.auto_closed
     ]
     if a.verified:

@@ -19,6 +19,7 @@ from ..domain.vocabulary import SCOPES
 from ..index import db as ix
 from .documents import DocumentSource
 from .paths import Store, open_store
+from .reconcile import PassRules
 from .session import StoreSession, index_report
 
 LOCAL, GLOBAL = SCOPES
@@ -114,8 +115,13 @@ class Scopes:
             return [self.session(GLOBAL, store)]
         return [self.session(name) for name in self.names]
 
-    def open(self, scope: str | None = None, store: str | None = None) -> AbstractContextManager[list[Opened]]:
-        """Every scope the call touches, each in its `StoreSession.transaction` (its store lock held)."""
+    def open(
+        self, scope: str | None = None, store: str | None = None, write: bool = True
+    ) -> AbstractContextManager[list[Opened]]:
+        """Every scope the call touches, each in its `StoreSession.transaction` (its store lock held);
+        `write=False`: its reconcile writes no memory file (reindex --verify)."""
+        if not write:
+            return self._entered(scope, store, lambda s: s.transaction(rules=PassRules(write=False)))
         return self._entered(scope, store, StoreSession.transaction)
 
     def rebuilding(self, scope: str | None = None, store: str | None = None) -> AbstractContextManager[list[Opened]]:
@@ -165,6 +171,7 @@ def merged_report(opened: list[Opened]) -> IndexReport:
         for field in ("scanned", "hashed", "reindexed", "removed", "unparseable"):
             setattr(total, field, getattr(total, field) + getattr(r.reconcile, field))
         total.seconds += r.reconcile.seconds
+        total.renumbered += r.reconcile.renumbered
         if r.reconcile.index_in_memory:
             reason = f"{r.scopes[0].scope}: {r.reconcile.index_in_memory}"
             total.index_in_memory = f"{total.index_in_memory}; {reason}" if total.index_in_memory else reason
