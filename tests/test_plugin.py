@@ -176,6 +176,21 @@ def test_the_hook_fails_open(tmp_path: Path, memory_mcp: Path, case: str) -> Non
     assert (done.returncode, done.stdout, done.stderr) == (0, "", "")
 
 
+def test_the_hook_does_not_wait_on_a_stdin_left_open(tmp_path: Path, memory_mcp: Path) -> None:
+    hook = subprocess.Popen(
+        [str(HOOK)], stdin=subprocess.PIPE, stdout=subprocess.PIPE, env=plugin_env(tmp_path, memory_mcp), text=True
+    )
+    try:
+        code = hook.wait(timeout=30)  # stdin is never written to nor closed
+        out = hook.stdout.read()
+    finally:
+        hook.stdin.close()
+        hook.stdout.close()
+        if hook.poll() is None:
+            hook.kill()
+    assert code == 0 and "No memories yet" in out
+
+
 def test_the_hook_gives_up_at_its_deadline_and_stops_what_it_started(tmp_path: Path) -> None:
     marker = tmp_path / "still-running"
     slow = tmp_path / "slow"

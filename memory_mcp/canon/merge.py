@@ -28,6 +28,8 @@ from . import files as canon
 # (base, ours, theirs) -> the merged text, or None when the line merge clashes
 LineMerge = Callable[[str, str, str], "str | None"]
 CLASH_REASON = "edited on two machines"
+# what a clash copy's title adds to its original's, so the pair reads as two versions, not one title twice
+COPY_TITLE = "(the other machine's version)"
 _MISSING = object()
 
 
@@ -312,7 +314,19 @@ def _clash_copy(loser: _Side, original_id: str, detected: str, name_taken: Calla
     )
     title = _title(loser.content) or original_id
     name = free_name(f"{canon.slugify(title)}-{new_id[-6:].lower()}", name_taken)
-    return ExtraFile(name, _compose(meta, loser.content))
+    return ExtraFile(name, _compose(meta, _retitled(loser.content, f"{title} {COPY_TITLE}")))
+
+
+def _retitled(content: str, title: str) -> str:
+    """The content under another title: its `# ` heading replaced, or one added when it has none."""
+    lines = content.split("\n")
+    for i, line in enumerate(lines):
+        if line.strip():
+            if line.startswith("# "):
+                lines[i] = f"# {title}"
+                return "\n".join(lines)
+            break
+    return f"\n# {title}\n\n{content.lstrip()}"
 
 
 def _as_extra(side: _Side, name_taken: Callable[[str], bool]) -> ExtraFile:

@@ -17,6 +17,10 @@ from .vocabulary import MemoryType, State, Trust
 
 # what the conflict gate calls a neighbour it does not record (search/conflicts.py)
 NeighbourKind = Literal["related", "near-duplicate", "possible-conflict"]
+# what a listed memory is to the new one: a conflict written into the new file, or one of the kinds above
+ListedKind = Literal["conflict", "possible-conflict", "near-duplicate", "related"]
+# the one call the gate suggests to settle a listed pair (`memory_update op=resolve_conflict`, `resolution`)
+SettleCall = Literal["supersede", "keep_both"]
 
 # re-exported: the record is declared in memory.py (no pydantic, so the merge driver starts fast), the words
 # in vocabulary.py
@@ -290,20 +294,26 @@ class ConflictCandidate(Answer):
     reasons: list[str] = Field(default_factory=list, description="The evidence that makes this pair a conflict.")
 
 
-class RelatedMemory(Answer):
-    """A neighbour sharing an entity that does not look like a contradiction: listed, never recorded."""
+class ListedMemory(Answer):
+    """An existing memory the new one may contradict or replace: judgement material for the agent, best first."""
 
     id: str
     path: str
     title: str
-    shared_entities: list[str]
-    text_similarity: float
-    kind: NeighbourKind = Field(
-        default="related",
-        description="related (another attribute or subject), near-duplicate (says the same: the same body, or an "
-        "agreeing paraphrase) or possible-conflict (same attribute in other words: too weak to record).",
+    type: str
+    kind: ListedKind = Field(
+        description="conflict (written into the new file as an open pair), possible-conflict (likely, written "
+        "nowhere), near-duplicate (says the same) or related (another attribute, scope or subject)."
     )
-    reasons: list[str] = Field(default_factory=list, description="Why the gate did not count it as a conflict.")
+    weight: float = Field(description="The gate's probability that the new memory contradicts this one (0..1).")
+    evidence: str = Field(description="Why it is listed, in one line (the words the gate read, not a verdict).")
+    written: bool = Field(description="Recorded in the new memory's file (`conflicts:`), shown at session start.")
+    pair_hash: str
+    settle: SettleCall = Field(
+        description="The likelier settlement: supersede (the new memory replaces it) or keep_both (not a conflict: "
+        "recorded, never listed again), each one memory_update op=resolve_conflict id=<new> other_id=<this>."
+    )
+    shared_entities: list[str] = Field(default_factory=list)
 
 
 class RememberAnswer(Answer):
@@ -315,10 +325,13 @@ class RememberAnswer(Answer):
     superseded: list[str] = Field(default_factory=list)
     message: str = ""
     conflicts: list[ConflictCandidate] = Field(
-        default_factory=list, description="Memories this one likely contradicts or replaces; recorded as open pairs."
+        default_factory=list,
+        description="The listed memories this one contradicts near certainly: recorded as open pairs in its file.",
     )
-    related: list[RelatedMemory] = Field(
-        default_factory=list, description="Same-entity neighbours that state something else; written nowhere."
+    listed: list[ListedMemory] = Field(
+        default_factory=list,
+        description="Best first: existing memories this one may contradict or replace, each settled by one "
+        "memory_update op=resolve_conflict id=<this id> other_id=<its id> resolution=supersede or keep_both.",
     )
     index: IndexReport
 

@@ -343,7 +343,9 @@ def _change_commands(command) -> None:
     u.add_argument("--by", metavar="ID", help="supersede: the id of the memory replacing this one")
     u.add_argument("--state", choices=STATES, help="set-state: the target state")
     u.add_argument("--reason", help="set-state: why (needed to deprecate, and to reactivate a deprecated memory)")
-    u.add_argument("--other-id", metavar="ID", help="link: the related memory")
+    u.add_argument(
+        "--other-id", metavar="ID", help="link: the related memory; resolve-conflict: the other memory of a listed pair"
+    )
     u.add_argument("--pair-hash", metavar="HASH", help="resolve-conflict: the conflict (as remember or status give it)")
     u.add_argument("--resolution", choices=[_cli_word(r) for r in RESOLUTIONS], help="resolve-conflict: the decision")
     u.add_argument("--winner", metavar="ID", help="resolve-conflict with supersede: the memory that stays")
@@ -435,10 +437,13 @@ def _import_text(a: ImportAnswer) -> str:
     lines += [f"  skipped {p.where}: {p.reason}" for p in a.problems]
     lines += [f"  not kept: {d}" for d in a.dropped]
     for c in a.conflicts:
-        lines.append(f"  possible conflict {c.pair_hash}: {c.title} ({c.id}) <> {c.other_title} ({c.other_id})")
+        lines.append(f"  conflict written {c.pair_hash}: {c.title} ({c.id}) <> {c.other_title} ({c.other_id})")
         lines += [f"    because {r}" for r in c.reasons]
     if a.conflicts:
-        lines.append("-- resolve with `memory-mcp update resolve-conflict ID --pair-hash H --resolution keep-both`")
+        lines.append(
+            "-- settle each: `memory-mcp update resolve-conflict ID --other-id OTHER --resolution supersede` (ID"
+            " replaces OTHER) or `--resolution keep-both` (not a conflict)"
+        )
     if a.dry_run:
         lines.append("-- dry run: nothing was written")
     return "\n".join(lines)
@@ -798,20 +803,17 @@ def _index_lines(index) -> list[str]:
 def _remember_text(a: RememberAnswer) -> str:
     head = f"{'created' if a.created else 'already remembered'} {a.id} at {a.path}"
     lines = [head] + [f"superseded {i}" for i in a.superseded] + ([a.message] if a.message else [])
-    for c in a.conflicts:
-        shared = f"shared entities: {', '.join(c.shared_entities)}; " if c.shared_entities else ""
+    if a.listed:
+        lines.append(f"-- {len(a.listed)} listed, best first: memories this may contradict or replace")
+        lines.append("-- settle each with its command: supersede if this replaces it, keep-both if not a conflict")
+    for n, item in enumerate(a.listed, 1):
+        state = "written as an open conflict" if item.written else "not written"
+        shared = f"; shared entities: {', '.join(item.shared_entities)}" if item.shared_entities else ""
+        lines.append(f"{n}. {item.title} ({item.id}; {item.type}; {item.kind} {item.weight:.2f}; {state}{shared})")
+        lines.append(f"   because {item.evidence}")
         lines.append(
-            f"possible conflict {c.pair_hash} with {c.id} ({c.title}): {shared}text similarity {c.text_similarity:.2f}, "
-            f"{_count(round(c.days_apart), 'day', 'days')} apart"
-            + ("; the newer may win (latest_wins_eligible)" if c.latest_wins_eligible else "")
+            f"   memory-mcp update resolve-conflict {a.id} --other-id {item.id} --resolution {_cli_word(item.settle)}"
         )
-        lines += [f"  because {reason}" for reason in c.reasons]
-    lines += [
-        f"{r.kind} (not a conflict) {r.id} ({r.title}); shared entities: {', '.join(r.shared_entities) or 'none'}"
-        for r in a.related
-    ]
-    if a.conflicts:
-        lines.append("-- resolve with the memory_update tool (op=resolve_conflict) or in the browser view")
     return "\n".join(lines)
 
 
