@@ -167,7 +167,106 @@ def time_unchanged_calls(session: StoreSession, n: int) -> tuple[list[float], li
     return wall, cpu
 
 
-def measure(root: Path, n_queries: int) -> dict:
+# what the `memory-mcp` console script runs (the same code path, whichever build is first on the import path)
+CLI = "import sys; from memory_mcp.edges.cli import main; sys.exit(main())"
+STAT_FLOOR = "import os, sys; [e.stat() for e in os.scandir(sys.argv[1])]"
+
+
+def child(argv: list[str], cwd: Path) -> tuple[float, float, float]:
+    """Wall milliseconds, CPU milliseconds (user + system) and peak RSS (MB) of one new process (its own
+    rusage, from wait4: on a busy machine the CPU figure is the one that compares)."""
+    t0 = time.perf_counter()
+    proc = subprocess.Popen(argv, cwd=cwd, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE)
+    _, status, usage = os.wait4(proc.pid, 0)
+    wall = (time.perf_counter() - t0) * 1000
+    proc.returncode = os.waitstatus_to_exitcode(status)
+    err = proc.stderr.read().decode(errors="replace") if proc.stderr else ""
+    proc.stderr and proc.stderr.close()
+    if proc.returncode != 0:
+        raise SystemExit(f"{argv[2:]} failed (exit {proc.returncode}): {err.strip()[-400:]}")
+    return wall, (usage.ru_utime + usage.ru_stime) * 1000, usage.ru_maxrss / 1024
+
+
+def one_shot(root: Path, calls: int) -> dict:
+    """Each command as a hook or a script runs it: a new process per call, index built, nothing changed;
+    beside the floors measured in the same run: `python -c pass` and a new process that stats every file of
+    memories/ (what the reconcile-first step cannot do without). The kinds are interleaved call by call, so
+    the load changes them alike. Medians of `calls` calls; peak RSS is the largest of the calls."""
+    py = sys.executable
+    cli = [py, "-c", CLI, "--store", str(root)]
+    kinds = {
+        "pass": [py, "-c", "pass"],
+        "stat": [py, "-c", STAT_FLOOR, str(root / "memories")],
+        "recall": None,  # a different query each call
+        "status": [*cli, "status"],
+        "context": [*cli, "context"],
+    }
+    wall: dict[str, list[float]] = {k: [] for k in kinds}
+    cpu: dict[str, list[float]] = {k: [] for k in kinds}
+    rss: dict[str, list[float]] = {k: [] for k in kinds}
+    words = queries(calls, seed=11)
+    child([*cli, "status"], root)  # the first open after the in-process measures: not counted
+    for i in range(calls):
+        for kind, argv in kinds.items():
+            ms, cpu_ms, mb = child(argv or [*cli, "recall", words[i]], root)
+            wall[kind].append(ms)
+            cpu[kind].append(cpu_ms)
+            rss[kind].append(mb)
+    out = {f"oneshot_{k}_ms": round(statistics.median(v), 1) for k, v in wall.items()}
+    out.update({f"oneshot_{k}_cpu_ms": round(statistics.median(v), 1) for k, v in cpu.items()})
+    out.update({f"oneshot_{k}_rss_mb": round(max(v), 1) for k, v in rss.items() if k not in ("pass", "stat")})
+    return out
+
+
+def cold_reindex(root: Path) -> dict:
+    """`memory-mcp reindex` in a new process on a copy of the store without its index: memories per second."""
+    copy = root.parent / f"{root.name}-reindex"
+    if copy.exists():
+        shutil.rmtree(copy)
+    shutil.copytree(root, copy, ignore=shutil.ignore_patterns(".index"))
+    n = sum(1 for _ in (copy / "memories").glob("*.md"))
+    t0, c0 = time.perf_counter(), resource.getrusage(resource.RUSAGE_CHILDREN)
+    child([sys.executable, "-c", CLI, "--store", str(copy), "reindex"], copy)
+    seconds = time.perf_counter() - t0
+    c1 = resource.getrusage(resource.RUSAGE_CHILDREN)
+    cpu = (c1.ru_utime + c1.ru_stime) - (c0.ru_utime + c0.ru_stime)
+    shutil.rmtree(copy)
+    return {
+        "reindex_s": round(seconds, 2),
+        "reindex_memories_per_s": round(n / seconds),
+        "reindex_cpu_memories_per_s": round(n / cpu),
+    }
+
+
+def index_sizes(root: Path) -> dict:
+    """The index file after a checkpoint (its write-ahead log folded in, then emptied) and the canon it holds."""
+    db = root / ".index" / "index.sqlite3"
+    import sqlite3
+
+    conn = sqlite3.connect(db)
+    conn.execute("PRAGMA wal_checkpoint(TRUNCATE)")
+    conn.close()
+    canon = sum(p.stat().st_size for p in (root / "memories").glob("*.md"))
+    return {
+        "index_mb": round(db.stat().st_size / 1e6, 1),
+        "canon_mb": round(canon / 1e6, 2),
+        "index_per_canon": round(db.stat().st_size / canon, 2),
+    }
+
+
+def oneshot_store(root: Path, calls: int) -> dict:
+    """The one-shot figures alone on an existing store (say example_store): its index built first."""
+    child([sys.executable, "-c", CLI, "--store", str(root), "status"], root)
+    import memory_mcp
+
+    row = {
+        "code": str(Path(memory_mcp.__file__).resolve().parent.parent),
+        "memories": len(list((root / "memories").glob("*.md"))),
+    }
+    return {**row, **one_shot(root, calls), **index_sizes(root)}
+
+
+def measure(root: Path, n_queries: int, oneshot_calls: int = 10) -> dict:
     from memory_mcp.tools.service import MemoryService
 
     service = MemoryService(root)
@@ -221,9 +320,10 @@ def measure(root: Path, n_queries: int) -> dict:
         lat.append((time.perf_counter() - t0) * 1000)
         lat_cpu.append((time.process_time() - c0) * 1000)
         hits += bool(answer.results)
-    db = sum(p.stat().st_size for p in (root / ".index").glob("index.sqlite3*"))
     service.close()
     import memory_mcp
+
+    extra = {**one_shot(root, oneshot_calls), **cold_reindex(root), **index_sizes(root)} if oneshot_calls else {}
 
     return {
         "code": str(Path(memory_mcp.__file__).resolve().parent.parent),
@@ -249,7 +349,7 @@ def measure(root: Path, n_queries: int) -> dict:
         "recall_cpu_p95_ms": round(pct(lat_cpu, 0.95), 2),
         "recall_with_results": f"{hits}/{len(lat)}",
         "peak_rss_mb": round(resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024, 1),
-        "index_mb": round(db / 1e6, 1),
+        **extra,
     }
 
 
@@ -263,6 +363,76 @@ TARGETS = {
     "recall_cpu_p95_ms": ("<=", 20),
     "cold_cpu_memories_per_s": (">=", 2000),
 }
+
+
+# issue 43's targets for one-shot calls, the cold reindex and the index size: (label, figure, goal, met), the
+# goal computed from the same row (floors measured in the same run); None where the row lacks a figure
+def oneshot_targets(r: dict) -> list[tuple[str, float, float, bool]]:
+    if "oneshot_recall_ms" not in r:
+        return []
+    recall, context = r["oneshot_recall_ms"], r["oneshot_context_ms"]
+    out = [
+        ("one-shot recall <= 5 x python -c pass (stated for example_store)", recall, 5 * r["oneshot_pass_ms"]),
+        ("one-shot recall <= 150 ms (stated at 10k)", recall, 150.0),
+        ("one-shot recall <= 1.3 x stat floor + 100 ms (stated at 100k)", recall, 1.3 * r["oneshot_stat_ms"] + 100),
+        ("one-shot context <= one-shot recall + 50 ms (every size)", context, recall + 50),
+        ("one-shot context peak RSS <= 80 MB (stated at 100k)", r["oneshot_context_rss_mb"], 80.0),
+        ("index <= 4 x canon (checkpointed file; at 10k and 100k)", r["index_per_canon"], 4.0),
+    ]
+    if "oneshot_recall_cpu_ms" in r:  # the same ratios in CPU time (what a busy machine does not distort)
+        recall_cpu = r["oneshot_recall_cpu_ms"]
+        out += [
+            ("(CPU) one-shot recall <= 5 x python -c pass", recall_cpu, 5 * r["oneshot_pass_cpu_ms"]),
+            ("(CPU) one-shot recall <= 1.3 x stat floor + 100 ms", recall_cpu, 1.3 * r["oneshot_stat_cpu_ms"] + 100),
+            ("(CPU) one-shot context <= one-shot recall + 50 ms", r["oneshot_context_cpu_ms"], recall_cpu + 50),
+        ]
+    rows = [(label, figure, round(goal, 1), figure <= goal) for label, figure, goal in out]
+    if "reindex_memories_per_s" in r:
+        per_s = r["reindex_memories_per_s"]
+        rows.append(("cold reindex >= 2,000 memories/s, new process (stated at 10k)", per_s, 2000, per_s >= 2000))
+    return rows
+
+
+def print_targets(r: dict, title: str) -> None:
+    rows = oneshot_targets(r)
+    if not rows:
+        return
+    print(f"\n{title}: one-shot figures against their targets (figure / goal: below 1 is inside, except mem/s)")
+    print("| target | figure | goal | figure / goal | |")
+    print("|---|---|---|---|---|")
+    for label, figure, goal, ok in rows:
+        print(f"| {label} | {figure:g} | {goal:g} | {figure / goal:.2f} | {'met' if ok else 'MISSED'} |")
+
+
+ONESHOT_COLUMNS = [
+    ("memories", "memories"),
+    ("oneshot_pass_ms", "python -c pass ms"),
+    ("oneshot_stat_ms", "stat floor ms"),
+    ("oneshot_pass_cpu_ms", "(CPU)"),
+    ("oneshot_recall_ms", "one-shot recall ms"),
+    ("oneshot_recall_cpu_ms", "(CPU)"),
+    ("oneshot_status_ms", "status ms"),
+    ("oneshot_context_ms", "context ms"),
+    ("oneshot_context_cpu_ms", "(CPU)"),
+    ("oneshot_recall_rss_mb", "recall RSS MB"),
+    ("oneshot_context_rss_mb", "context RSS MB"),
+    ("canon_mb", "canon MB"),
+    ("index_mb", "index MB (checkpointed)"),
+    ("index_per_canon", "index / canon"),
+]
+
+
+def print_oneshot(rows: list[dict]) -> None:
+    rows = [r for r in rows if "oneshot_recall_ms" in r]
+    if not rows:
+        return
+    print("\none-shot calls (a new process per call, medians; floors measured in the same run):")
+    print("| " + " | ".join(c[1] for c in ONESHOT_COLUMNS) + " |")
+    print("|" + "---|" * len(ONESHOT_COLUMNS))
+    for r in rows:
+        print("| " + " | ".join(f"{r[k]:,}" if isinstance(r[k], int) else str(r[k]) for k, _ in ONESHOT_COLUMNS) + " |")
+    for r in rows:
+        print_targets(r, f"{r['memories']:,} memories")
 
 
 def print_table(rows: list[dict]) -> None:
@@ -285,11 +455,17 @@ def print_table(rows: list[dict]) -> None:
         ("recall_cpu_p95_ms", "(CPU p95)"),
         ("peak_rss_mb", "peak RSS MB"),
         ("index_mb", "index MB"),
+        ("reindex_memories_per_s", "reindex (new process) mem/s"),
     ]
     print("\n| " + " | ".join(c[1] for c in cols) + " |")
     print("|" + "---|" * len(cols))
     for r in rows:
-        print("| " + " | ".join(f"{r[k]:,}" if isinstance(r[k], int) else str(r[k]) for k, _ in cols) + " |")
+        print(
+            "| "
+            + " | ".join(f"{r.get(k, '-'):,}" if isinstance(r.get(k), int) else str(r.get(k, "-")) for k, _ in cols)
+            + " |"
+        )
+    print_oneshot(rows)
     ten = next((r for r in rows if r["memories"] == 10_000), None)
     if ten:
         print("\ntargets at 10k memories:")
@@ -388,7 +564,23 @@ AB_FIGURES = [
     ("recall_cpu_p50_ms", "(CPU p50)"),
     ("recall_cpu_p95_ms", "(CPU p95)"),
     ("peak_rss_mb", "peak RSS MB"),
-    ("index_mb", "index MB"),
+    ("oneshot_pass_ms", "python -c pass ms (floor)"),
+    ("oneshot_pass_cpu_ms", "(CPU)"),
+    ("oneshot_stat_ms", "stat every file, new process ms (floor)"),
+    ("oneshot_stat_cpu_ms", "(CPU)"),
+    ("oneshot_recall_ms", "one-shot recall ms"),
+    ("oneshot_recall_cpu_ms", "(CPU)"),
+    ("oneshot_status_ms", "one-shot status ms"),
+    ("oneshot_status_cpu_ms", "(CPU)"),
+    ("oneshot_context_ms", "one-shot context ms"),
+    ("oneshot_context_cpu_ms", "(CPU)"),
+    ("oneshot_recall_rss_mb", "one-shot recall peak RSS MB"),
+    ("oneshot_context_rss_mb", "one-shot context peak RSS MB"),
+    ("reindex_memories_per_s", "cold reindex, new process, mem/s"),
+    ("reindex_cpu_memories_per_s", "(CPU)"),
+    ("canon_mb", "canon MB"),
+    ("index_mb", "index MB (checkpointed)"),
+    ("index_per_canon", "index / canon"),
 ]
 
 
@@ -411,13 +603,13 @@ def unpack_revision(rev: str, into: Path) -> Path:
     return tree
 
 
-def measure_with(code: Path, src: Path, run: Path, n_queries: int) -> dict:
-    """One measuring process on a fresh copy of `src`, importing memory_mcp from `code`."""
+def measure_with(code: Path, src: Path, run: Path, worker_args: list[str]) -> dict:
+    """One measuring process on a fresh copy of `src` (its index left out), importing memory_mcp from `code`."""
     if run.exists():
         shutil.rmtree(run)
-    shutil.copytree(src, run, symlinks=True)
+    shutil.copytree(src, run, symlinks=True, ignore=shutil.ignore_patterns(".index"))
     env = dict(os.environ, PYTHONPATH=os.pathsep.join([str(code), os.environ.get("PYTHONPATH", "")]).rstrip(os.pathsep))
-    me = [sys.executable, os.path.abspath(__file__), "--worker", str(run), "--queries", str(n_queries)]
+    me = [sys.executable, os.path.abspath(__file__), "--worker", str(run), *worker_args]
     out = subprocess.run(me, check=True, capture_output=True, text=True, env=env)
     shutil.rmtree(run)
     row = json.loads(out.stdout.strip().splitlines()[-1])
@@ -426,29 +618,35 @@ def measure_with(code: Path, src: Path, run: Path, n_queries: int) -> dict:
     return row
 
 
-def run_ab(sizes: list[int], work: Path, rev: str, rounds: int, n_queries: int) -> list[dict]:
-    """Baseline `rev` against this checkout on the same stores, `rounds` interleaved rounds per size."""
+def run_ab(
+    sizes: list[int], work: Path, rev: str, rounds: int, worker_args: list[str], store: Path | None = None
+) -> list[dict]:
+    """Baseline `rev` against this checkout on the same stores, `rounds` interleaved rounds per size (or on a
+    copy of `store`, one-shot figures only)."""
     base_code = unpack_revision(rev, work)
     mine = Path(__file__).resolve().parent.parent
     out = []
-    for n in sizes:
+    for n in [0] if store else sizes:
         src = work / f"store-{n}"
         if src.exists():
             shutil.rmtree(src)
-        subprocess.run(
-            [sys.executable, os.path.abspath(__file__), "--worker", str(src), "--generate", str(n)], check=True
-        )
+        if store:
+            shutil.copytree(store, src, ignore=shutil.ignore_patterns(".index"))
+        else:
+            subprocess.run(
+                [sys.executable, os.path.abspath(__file__), "--worker", str(src), "--generate", str(n)], check=True
+            )
         rows: dict[str, list[dict]] = {"baseline": [], "candidate": []}
         for r in range(rounds):
             order = [("baseline", base_code), ("candidate", mine)]
             for name, code in order if r % 2 == 0 else order[::-1]:
                 load = os.getloadavg()[0]
-                row = measure_with(code, src, work / f"run-{n}", n_queries)
+                row = measure_with(code, src, work / f"run-{n}", worker_args)
                 row["load_before"] = round(load, 2)
                 rows[name].append(row)
                 print(json.dumps({"size": n, "round": r + 1, "variant": name, **row}), flush=True)
         shutil.rmtree(src)
-        out.append({"memories": n, "rev": rev, **rows})
+        out.append({"memories": rows["candidate"][0]["memories"], "rev": rev, **rows})
     return out
 
 
@@ -462,10 +660,16 @@ def print_ab(results: list[dict]) -> None:
         )
         print("| figure | baseline | candidate | candidate / baseline |")
         print("|---|---|---|---|")
+        medians = {}
         for key, label in AB_FIGURES:
+            if key not in base[0] or key not in cand[0]:
+                continue
             a = statistics.median(r[key] for r in base)
             b = statistics.median(r[key] for r in cand)
+            medians[key] = (a, b)
             print(f"| {label} | {a:g} | {b:g} | {'x%.2f' % (b / a) if a else '-'} |")
+        for i, name in enumerate(("baseline", "candidate")):
+            print_targets({"memories": res["memories"], **{k: v[i] for k, v in medians.items()}}, name)
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -483,6 +687,15 @@ def main(argv: list[str] | None = None) -> int:
         "--baseline", metavar="REV", help="also measure git revision REV on the same stores, A/B interleaved"
     )
     p.add_argument("--rounds", type=int, default=2, help="A/B rounds per size with --baseline")
+    p.add_argument(
+        "--oneshot", type=int, default=10, help="calls of each one-shot command per size (a new process each; 0: none)"
+    )
+    p.add_argument(
+        "--store",
+        type=Path,
+        help="measure only the one-shot figures, on a copy of this store (say example_store); with --baseline too",
+    )
+    p.add_argument("--oneshot-only", action="store_true", help=argparse.SUPPRESS)
     p.add_argument("--worker", type=Path, help=argparse.SUPPRESS)
     p.add_argument("--generate", type=int, help=argparse.SUPPRESS)
     p.add_argument("--generate-basic-memory", type=int, help=argparse.SUPPRESS)
@@ -493,15 +706,21 @@ def main(argv: list[str] | None = None) -> int:
     if args.generate_basic_memory is not None:
         generate_basic_memory(args.worker, args.generate_basic_memory)
         return 0
-    if args.worker is not None:
-        print(json.dumps(measure(args.worker, args.queries)))
+    if args.worker is not None and args.oneshot_only:
+        print(json.dumps(oneshot_store(args.worker, max(1, args.oneshot))))
         return 0
+    if args.worker is not None:
+        print(json.dumps(measure(args.worker, args.queries, args.oneshot)))
+        return 0
+    worker_args = ["--queries", str(args.queries), "--oneshot", str(args.oneshot)]
+    if args.store:
+        worker_args.append("--oneshot-only")
     sizes = [int(s) for s in args.sizes.split(",") if s.strip()]
     work = args.work or Path(tempfile.mkdtemp(prefix="memory-mcp-speed-"))
     if args.baseline:
         started = time.perf_counter()
         try:
-            results = run_ab(sizes, work, args.baseline, args.rounds, args.queries)
+            results = run_ab(sizes, work, args.baseline, args.rounds, worker_args, args.store)
         finally:
             if args.work is None:
                 shutil.rmtree(work, ignore_errors=True)
@@ -509,6 +728,17 @@ def main(argv: list[str] | None = None) -> int:
         print(f"\ntotal {time.perf_counter() - started:.0f} s (nproc {os.cpu_count()})")
         if args.json:
             args.json.write_text(json.dumps(results, indent=2), encoding="utf-8")
+        return 0
+    if args.store:
+        started = time.perf_counter()
+        try:
+            row = measure_with(Path(__file__).resolve().parent.parent, args.store, work / "run-store", worker_args)
+        finally:
+            if args.work is None:
+                shutil.rmtree(work, ignore_errors=True)
+        print(json.dumps(row), flush=True)
+        print_oneshot([row])
+        print(f"\ntotal {time.perf_counter() - started:.0f} s (nproc {os.cpu_count()})")
         return 0
     rows, peers = [], {}
     peer_python = args.basic_memory_python
@@ -530,7 +760,7 @@ def main(argv: list[str] | None = None) -> int:
             me = [sys.executable, os.path.abspath(__file__), "--worker", str(root)]
             subprocess.run([*me, "--generate", str(n)], check=True)
             gen_s = time.perf_counter() - t0
-            out = subprocess.run([*me, "--queries", str(args.queries)], check=True, capture_output=True, text=True)
+            out = subprocess.run([*me, *worker_args], check=True, capture_output=True, text=True)
             row = json.loads(out.stdout.strip().splitlines()[-1])
             row["generate_s"] = round(gen_s, 1)
             rows.append(row)

@@ -2,6 +2,7 @@
 `git pull` of the same commits; and what the merge driver costs per file.
 
     python bench/sync_speed.py [--memories 10000] [--new 1000] [--edited 100] [--both-edited 0] [--driver-files 40]
+                               [--no-server]
 
 Builds (in a temp folder) a bare remote and two clones: the sender writes the new and edited memories and
 pushes; then two identical copies of the receiver take them, one with `git pull`, one with
@@ -11,7 +12,10 @@ reconcile of what arrived), and the merge of a file changed on both sides two wa
 process, `memory_merges`) and as the git merge driver a plain `git pull` runs in a `git-setup` repository (the
 configured command, `store.sync.driver_command`, through the shell: a process per file). `--both-edited N`:
 the receiver also edits N of the sender's edited memories before it syncs, so N files are merged both ways
-(the plain pull runs the driver N times). All figures are from this run; nothing is asserted.
+(the plain pull runs the driver N times). Unless `--no-server`, a writer process on the receiver (the service a
+server runs, remembering in a loop as fast as it can) runs beside the sync, as on a machine where an agent is at
+work: the bench prints how many of its writes were acknowledged during the sync, its longest wait, and whether
+every one is on disk afterwards. All figures are from this run; nothing is asserted.
 """
 
 from __future__ import annotations
@@ -61,6 +65,7 @@ def main() -> None:
     ap.add_argument("--edited", type=int, default=100)
     ap.add_argument("--both-edited", type=int, default=0)
     ap.add_argument("--driver-files", type=int, default=40)
+    ap.add_argument("--no-server", action="store_true", help="no writer beside the sync")
     args = ap.parse_args()
     tmp = Path(tempfile.mkdtemp(prefix="sync-bench-"))
     try:
@@ -107,10 +112,12 @@ def run(tmp: Path, args: argparse.Namespace) -> None:
 
     svc = MemoryService(receiver)
     svc.status()  # warm: the receiver's server has its index open
+    writer = None if args.no_server else Writer(receiver, tmp)
     started = time.perf_counter()
     answer = svc.sync(SyncOptions())
     total = time.perf_counter() - started
     svc.close()
+    written = writer.stop() if writer else None
     ours = total - answer.git_seconds
     got = answer.received
     print(f"store {args.memories} memories; incoming {args.new} new + {args.edited} edited")
@@ -123,11 +130,56 @@ def run(tmp: Path, args: argparse.Namespace) -> None:
     print(f"| of which our work (staging checks, summaries, reindex {answer.reindex_seconds:.2f} s) | {ours:.2f} |")
     print(f"| of which reindex | {answer.reindex_seconds:.2f} |")
     print(f"| sync beyond plain pull | {total - pull_s:.2f} |")
+    if written is not None:
+        ids, longest = written
+        kept = sum(1 for i in ids if any((receiver / "memories").glob(f"*-{i[-6:].lower()}.md")))
+        print(
+            f"| writes a server beside it acknowledged meanwhile (all on disk after: {kept}/{len(ids)}) | {len(ids)} |"
+        )
+        print(f"| that writer's longest wait for one write | {longest:.2f} |")
     print(f"| files changed on both sides, merged in the sync process | {answer.memory_merges} |")
     if answer.memory_merges:
         per_file = answer.merge_seconds / answer.memory_merges * 1000
         print(f"| those merges (in process, git's line merge included), per file | {per_file:.1f} ms |")
     driver(tmp, args.driver_files)
+
+
+WRITER = """
+import sys, time
+from pathlib import Path
+from memory_mcp.tools.service import MemoryService
+svc, stop, out = MemoryService(Path(sys.argv[1])), Path(sys.argv[2]), Path(sys.argv[3])
+ids, longest, n = [], 0.0, 0
+svc.status()
+print("ready", flush=True)
+while not stop.exists():
+    started = time.perf_counter()
+    ids.append(svc.remember(f"Written beside the sync {n}", f"Server body {n}.", entities=["bench"]).id)
+    longest, n = max(longest, time.perf_counter() - started), n + 1
+out.write_text(f"{longest}\\n" + "\\n".join(ids))
+svc.close()
+"""
+
+
+class Writer:
+    """A process remembering on the receiver while the sync runs (what a server does when an agent writes)."""
+
+    def __init__(self, store: Path, tmp: Path) -> None:
+        self.stop_file, self.out = tmp / "writer.stop", tmp / "writer.out"
+        env = {**os.environ, "PYTHONPATH": str(Path(__file__).resolve().parent.parent)}
+        self.proc = subprocess.Popen(
+            [sys.executable, "-c", WRITER, str(store), str(self.stop_file), str(self.out)],
+            stdout=subprocess.PIPE,
+            text=True,
+            env=env,
+        )
+        assert self.proc.stdout is not None and self.proc.stdout.readline().strip() == "ready"
+
+    def stop(self) -> tuple[list[str], float]:
+        self.stop_file.touch()
+        self.proc.wait(timeout=120)
+        longest, *ids = self.out.read_text().splitlines()
+        return ids, float(longest)
 
 
 def driver(tmp: Path, files: int) -> None:

@@ -161,7 +161,7 @@ OP_FIELDS = {
     "supersede": {"by"},
     "set_state": {"state", "reason"},
     "link": {"other_id"},
-    "resolve_conflict": {"pair_hash", "resolution", "winner", "note"},
+    "resolve_conflict": {"pair_hash", "other_id", "resolution", "winner", "note"},
 }
 
 

@@ -306,25 +306,29 @@ def test_markdown_folder_round_trip(store: Path, tmp_path: Path, capsys) -> None
 
 
 def test_the_conflict_gate_runs_and_its_pairs_are_reported(store: Path, tmp_path: Path, capsys) -> None:
-    code, out, err = run(
-        store, capsys, "remember", "Alex works on Tuesdays", "Alex works on Tuesdays.", "--entity", "alex", "--json"
-    )
-    assert code == 0, err
-    mine = json.loads(out)["id"]
+    # issue 42: only a pair weighed near certain is written (a lone neighbour never is), so the store holds the
+    # memories one remembers about Redis, and the import says the TTL changed
+    ids = {}
+    for title in ("Redis session TTL is 24 hours", "Redis runs on port 6380", "Redis max memory is 4 GB",
+                  "Redis persistence uses AOF", "Redis runs version 7.2"):  # fmt: skip
+        code, out, err = run(store, capsys, "remember", title, f"{title}.", "--entity", "redis", "--json")
+        assert code == 0, err
+        ids[title] = json.loads(out)["id"]
+    mine = ids["Redis session TTL is 24 hours"]
     path = tmp_path / "export.json"
-    path.write_text(json.dumps([{"id": "b1", "memory": "Alex works on Fridays", "user_id": "alex"}]))
+    path.write_text(json.dumps([{"id": "b1", "memory": "Redis session TTL lowered to 1 hour", "user_id": "redis"}]))
     done = imported(store, capsys, "mem0", path)
     assert done["to_create"] == 1
     (pair,) = done["conflicts"]
-    assert pair["other_id"] == mine and pair["title"] == "Alex works on Fridays" and pair["reasons"]
+    assert pair["other_id"] == mine and pair["title"] == "Redis session TTL lowered to 1 hour" and pair["reasons"]
     # recorded like any remember's: the new file holds the open pair
-    new = on_disk(store)["Alex works on Fridays"]
+    new = on_disk(store)["Redis session TTL lowered to 1 hour"]
     assert new["conflicts"][0]["with"] == mine and new["conflicts"][0]["status"] == "open"
     code, text, _ = run(store, capsys, "import", "mem0", str(path))
-    assert code == 0 and "possible conflict" not in text, "a re-import creates no memory, so no new pair"
-    path.write_text(json.dumps([{"id": "b2", "memory": "Alex works on Mondays", "user_id": "alex"}]))
+    assert code == 0 and "conflict written" not in text, "a re-import creates no memory, so no new pair"
+    path.write_text(json.dumps([{"id": "b2", "memory": "Redis session TTL raised to 48 hours", "user_id": "redis"}]))
     code, text, _ = run(store, capsys, "import", "mem0", str(path))
-    assert code == 0 and "possible conflict" in text and "resolve-conflict" in text
+    assert code == 0 and "conflict written" in text and "resolve-conflict" in text
 
 
 def test_a_retracted_import_never_comes_back(store: Path, tmp_path: Path, capsys) -> None:

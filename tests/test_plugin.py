@@ -22,7 +22,7 @@ from .npm_tools import CLAUDE_CODE, npm_package
 
 PLUGIN = REPO / ".claude-plugin" / "plugin.json"
 MARKETPLACE = REPO / ".claude-plugin" / "marketplace.json"
-MCP_JSON = REPO / ".mcp.json"
+MCP_JSON = REPO / "plugin" / ".mcp.json"
 LAUNCHER = REPO / "plugin" / "bin" / "run-memory-mcp"
 HOOK = REPO / "plugin" / "bin" / "memory-hook"
 SKILL = REPO / "plugin" / "skills" / "memory" / "SKILL.md"
@@ -64,7 +64,8 @@ def test_the_plugin_the_mcp_json_and_the_readme_name_one_server_command() -> Non
     plugin = json.loads(PLUGIN.read_text())
     marketplace = json.loads(MARKETPLACE.read_text())
     servers = json.loads(MCP_JSON.read_text())["mcpServers"]
-    assert plugin["mcpServers"] == "./.mcp.json"
+    assert plugin["mcpServers"] == "./plugin/.mcp.json"
+    assert not (REPO / ".mcp.json").exists()  # a project .mcp.json here would name a variable only plugins get
     assert servers == {"memory": {"command": SERVER_COMMAND, "args": ["serve"]}}
     [entry] = marketplace["plugins"]
     assert entry["name"] == plugin["name"] and entry["source"] == "./" and entry["version"] == plugin["version"]
@@ -173,6 +174,21 @@ def test_the_hook_fails_open(tmp_path: Path, memory_mcp: Path, case: str) -> Non
         env = plugin_env(tmp_path, broken)
     done, _ = run_hook(env)
     assert (done.returncode, done.stdout, done.stderr) == (0, "", "")
+
+
+def test_the_hook_does_not_wait_on_a_stdin_left_open(tmp_path: Path, memory_mcp: Path) -> None:
+    hook = subprocess.Popen(
+        [str(HOOK)], stdin=subprocess.PIPE, stdout=subprocess.PIPE, env=plugin_env(tmp_path, memory_mcp), text=True
+    )
+    try:
+        code = hook.wait(timeout=30)  # stdin is never written to nor closed
+        out = hook.stdout.read()
+    finally:
+        hook.stdin.close()
+        hook.stdout.close()
+        if hook.poll() is None:
+            hook.kill()
+    assert code == 0 and "No memories yet" in out
 
 
 def test_the_hook_gives_up_at_its_deadline_and_stops_what_it_started(tmp_path: Path) -> None:

@@ -158,6 +158,9 @@ def test_body_clash_keeps_the_later_edit_and_the_other_as_an_open_conflict(pair)
     copy = files[copy_name].decode()
     assert "7000" in copy and f"id: {ID}" not in copy
     assert f"concurrent edit of {ID} on another machine" in copy
+    # its title says it is the other machine's version (issue 42: "Staging DB host <> Staging DB host" said nothing)
+    title = (a.memories / NAME).read_text().split("\n# ", 1)[1].split("\n", 1)[0]
+    assert f"\n# {title} (the other machine's version)\n" in copy
     assert "status: open" in copy and "note: edited on two machines" in copy
     status = a.status()
     assert status["unresolved_conflicts_total"] == 1

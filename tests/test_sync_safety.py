@@ -73,7 +73,7 @@ def all_text(m: Machine) -> str:
 
 
 async def test_a_server_writing_while_sync_merges_loses_no_acknowledged_edit(tmp_path: Path) -> None:
-    _, a, b, made = shared_pair(tmp_path, 150)
+    _, a, b, made = shared_pair(tmp_path, 100)
     edit_lines(a, made, "Line one", "Line ONE")
     a.sync()
     edit_lines(b, made, "Line three", "Line THREE")  # changed on both sides: every file is merged
@@ -87,7 +87,7 @@ async def test_a_server_writing_while_sync_merges_loses_no_acknowledged_edit(tmp
             await tools.ok("memory_update", op="edit", id=mem_id, title=title)
             acknowledged[mem_id] = title
             during += proc.poll() is None
-            if proc.poll() is not None and i >= 60:
+            if proc.poll() is not None and i >= 40:
                 break
         out, err = proc.communicate(timeout=120)
         assert proc.returncode == 0, err
@@ -108,7 +108,7 @@ async def test_a_server_writing_while_sync_merges_loses_no_acknowledged_edit(tmp
 
 async def test_ctrl_c_during_sync_keeps_every_acknowledged_memory_and_prints_one_line(tmp_path: Path) -> None:
     rng = random.Random(41)
-    _, a, b, made = shared_pair(tmp_path, 120)
+    _, a, b, made = shared_pair(tmp_path, 80)
     edit_lines(a, made, "Line one", "Line ONE")
     a.sync()
     edit_lines(b, made, "Line three", "Line THREE")
@@ -129,7 +129,7 @@ async def test_ctrl_c_during_sync_keeps_every_acknowledged_memory_and_prints_one
                 os.kill(proc.pid, signal.SIGINT)
                 interrupted = True
         _, err = proc.communicate(timeout=120)
-        assert proc.returncode in (0, 130), err
+        assert proc.returncode in (0, 130, -signal.SIGINT), err  # a shell shows both as 130
         assert "Traceback" not in err and len(err.strip().splitlines()) <= 1, err
         for mem_id in acknowledged:
             assert b.file_of(mem_id).is_file()
@@ -147,7 +147,7 @@ async def test_ctrl_c_during_sync_keeps_every_acknowledged_memory_and_prints_one
 
 
 def test_kill_9_mid_merge_then_the_next_sync_finishes_it_and_loses_neither_side(tmp_path: Path) -> None:
-    _, a, b, made = shared_pair(tmp_path, 300)
+    _, a, b, made = shared_pair(tmp_path, 160)
     edit_lines(a, made, "Line one", "Line ONE")
     a.sync()
     edit_lines(b, made, "Line three", "Line THREE")
@@ -246,3 +246,22 @@ def test_a_secret_anywhere_in_a_memory_is_refused_by_tools_and_kept_here_by_sync
     refused = a.sync(code=2)
     assert path.name in refused["stderr"] and "GitHub Token" in refused["stderr"]
     assert SECRET not in remote_history(remote)
+
+
+def test_a_memory_made_private_here_while_the_other_machine_edits_it_is_never_written_over(tmp_path: Path) -> None:
+    remote, (a, b) = machines(tmp_path, 2)
+    write(a.memories / "n.md", memory_text("01KH60JFE05BTRAVE29W5RSHAR", "Team note", "Public words."))
+    a.sync("--init", str(remote), "--branch", "main")
+    b.sync("--init", str(remote), "--branch", "main")
+    replace_in(b.memories / "n.md", "Public words.", "Public words, edited on B.")
+    replace_in(a.memories / "n.md", "state: active", "state: active\nsync: local")
+    replace_in(a.memories / "n.md", "Public words.", "Private words qq10secret.")
+    a.sync()  # stops sharing it
+    b.sync()  # B's edit meets A's removal: the edit is kept, shared
+    # the edited shared version comes back to A, where that file is private now: A stops, naming the file, until
+    # a person decides; the private file is never written over and nothing private goes out
+    stopped = a.cli("sync", code=1)
+    assert "memories/n.md" in stopped.stderr and "holds back" in stopped.stderr
+    assert "qq10secret" in (a.memories / "n.md").read_text()
+    assert "qq10secret" not in remote_history(remote)
+    assert "edited on B" in remote_history(remote)

@@ -169,7 +169,7 @@ async def _latest_wins_only_for_time_varying_types_and_equal_or_higher_trust(too
         entities=["deploy-policy"],
     )
     assert [c["latest_wins_eligible"] for c in weaker["conflicts"]] == [False]
-    first_episode = await tools.remember(
+    await tools.remember(
         "Incident: disk full on deploy server",
         "The deploy server disk filled up with old releases.",
         type="episode",
@@ -181,9 +181,9 @@ async def _latest_wins_only_for_time_varying_types_and_equal_or_higher_trust(too
         type="episode",
         entities=["deploy-server"],
     )
-    # events do not contradict each other: the earlier one is only a related neighbour
-    assert episode["conflicts"] == []
-    assert [r["id"] for r in episode["related"]] == [first_episode["id"]]
+    # events do not contradict each other: a stored episode stays true, so it is never listed as a memory the new
+    # one may contradict or replace (issue 42; before, it was listed as `related`)
+    assert episode["conflicts"] == [] and episode["listed"] == []
     # a different type is not a neighbour at all
     fact = await tools.remember(
         "Deploy server disk is 40 GB", "The deploy server disk is 40 GB.", type="fact", entities=["deploy-server"]

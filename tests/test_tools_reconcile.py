@@ -150,12 +150,23 @@ async def test_unparseable_files_are_reported_not_fatal_and_heal(tools: Tools, s
     shutil.copy(store / good["path"], memories / "copy-of-guide.md")  # same id twice
     expected = {f"memories/{n}": why for n, (_, why) in BAD_FILES.items()}
     expected["memories/latin1.md"] = "UTF-8"
-    expected["memories/copy-of-guide.md"] = f"duplicate id {good['id']}"
     before = {p.name: p.read_bytes() for p in memories.iterdir()}
 
     found = await tools.recall("kubernetes cluster access")
-    assert [r["id"] for r in found["results"]] == [good["id"]]
-    assert found["results"][0]["path"] == good["path"]
+    # nothing hidden: the original keeps its id, the copy is given one of its own (in its file)
+    (renumbered,) = reconcile_of(found)["renumbered"]
+    assert renumbered.startswith(f"memories/copy-of-guide.md: {good['id']} stays with {good['path']}")
+    copy_id = renumbered.rsplit(" ", 1)[1]
+    # the two say the same: served once, the other named as collapsed into it
+    (served,) = [r["id"] for r in found["results"]]
+    assert {served, found["collapsed"][0]["dropped_id"]} == {good["id"], copy_id}
+    assert (await tools.read(id=good["id"]))["path"] == good["path"]
+    copied = await tools.read(id=copy_id)
+    assert copied["path"] == "memories/copy-of-guide.md" and "update-kubeconfig" in copied["text"]
+    assert (
+        before.pop("copy-of-guide.md").replace(good["id"].encode(), copy_id.encode())
+        == (memories / "copy-of-guide.md").read_bytes()
+    )  # only its id line changed
     reported = {u["path"]: u["reason"] for u in found["index"]["unparseable"]}
     assert reported.keys() == expected.keys()
     for path, why in expected.items():
@@ -163,9 +174,9 @@ async def test_unparseable_files_are_reported_not_fatal_and_heal(tools: Tools, s
     assert reconcile_of(found)["unparseable"] == len(expected)
     status = await tools.status()
     assert {u["path"]: u["reason"] for u in status["unparseable"]} == reported
-    assert status["total"] == 1
-    # nothing was rewritten or removed, and a broken file can still be read to fix it
-    assert {p.name: p.read_bytes() for p in memories.iterdir()} == before
+    assert status["total"] == 2
+    # nothing else was rewritten or removed, and a broken file can still be read to fix it
+    assert {p.name: p.read_bytes() for p in memories.iterdir() if p.name != "copy-of-guide.md"} == before
     broken = await tools.read(path="memories/bad-yaml.md")
     assert broken["id"] is None and "id: [unclosed" in broken["text"]
 
@@ -177,13 +188,13 @@ async def test_unparseable_files_are_reported_not_fatal_and_heal(tools: Tools, s
     for name in ("alias.md", "unclosed.md", "latin1.md", "plain-note.md"):
         (memories / name).unlink()
     found = await tools.recall("kubernetes", limit=10)
-    assert {r["id"] for r in found["results"]} == {good["id"], "yaml-0001", "noid-0001", "zombie-0001"}
-    assert [u["path"] for u in found["index"]["unparseable"]] == ["memories/copy-of-guide.md"]
+    assert {r["id"] for r in found["results"]} - {good["id"], copy_id} == {"yaml-0001", "noid-0001", "zombie-0001"}
+    assert found["index"]["unparseable"] == []
 
-    # the duplicate: deleting the original hands the id to the copy
+    # the copy is a memory of its own: deleting the original leaves it, under its own id
     (store / good["path"]).unlink()
     found = await tools.recall("update-kubeconfig")
-    assert [(r["id"], r["path"]) for r in found["results"]] == [(good["id"], "memories/copy-of-guide.md")]
+    assert [(r["id"], r["path"]) for r in found["results"]] == [(copy_id, "memories/copy-of-guide.md")]
     assert found["index"]["unparseable"] == []
     assert (await tools.status())["unparseable"] == []
 

@@ -9,7 +9,7 @@ from pathlib import Path
 import pytest
 
 from .helpers import Tools, hand_memory, server_env, settle, stdio_tools, write_file
-from .test_cli import _command
+from .test_cli import _command, run
 
 pytestmark = pytest.mark.anyio
 
@@ -149,3 +149,47 @@ async def test_recall_without_query_returns_the_current_handoff(store: Path) -> 
         # a query with type=handoff still searches (archived handoffs too)
         old = await t.recall("parser rewrite", type="handoff", state="archived")
         assert [r["id"] for r in old["results"]] == [first["id"]]
+
+
+def _stamped(mem_id: str, title: str, kind: str, updated: str, extra: str = "") -> str:
+    return (
+        f"---\nid: {mem_id}\ntype: {kind}\nstate: active\ntrust: user-stated\nentities: []\n"
+        f"created: '2024-01-01T00:00:00Z'\nupdated: '{updated}'\n{extra}---\n# {title}\n\nAbout {title}.\n"
+    )
+
+
+def _memory_lines(text: str) -> list[str]:
+    return [line for line in text.splitlines() if line.startswith("- **")]
+
+
+def test_a_small_budget_shows_the_head_of_the_full_ranking(store: Path) -> None:
+    """The context reads only the memories its budget could show (not every one): what it shows is exactly
+    the start of what a budget large enough for all of them shows, whatever makes a memory rank high — an
+    old one often recalled, one dated in the future, a hand-written stamp in another form."""
+    memories = store / "memories"
+    for n in range(90):  # more than the 512-byte budget's bound on lines, in each tier
+        kind = "preference" if n % 3 == 0 else "fact"
+        write_file(
+            memories / f"m{n:03d}.md",
+            _stamped(f"m{n:03d}", f"Plain note {n}", kind, f"2025-{n % 12 + 1:02d}-0{n % 9 + 1}T08:00:00Z"),
+        )
+    write_file(memories / "old.md", _stamped("old", "Ancient ferry timetable", "preference", "2019-01-01T00:00:00Z"))
+    write_file(memories / "future.md", _stamped("future", "Dated ahead", "preference", "2999-01-01T00:00:00Z"))
+    write_file(memories / "odd.md", _stamped("odd", "Written by hand", "preference", "2999-02-03"))
+    write_file(
+        memories / "gone.md",
+        _stamped("gone", "Expired long ago", "preference", "2999-01-01T00:00:00Z", extra="valid_until: 2020-01-01\n"),
+    )
+    settle()
+    for _ in range(12):  # recalled often: hot enough to rank high despite its age
+        assert run(store, "recall", "ancient ferry timetable").returncode == 0
+    full = run(store, "context", "--budget", "100000")
+    small = run(store, "context", "--budget", "512")
+    assert full.returncode == 0 and small.returncode == 0, (full.stderr, small.stderr)
+    every = _memory_lines(full.stdout)
+    assert len(every) == 93 and not any("Expired long ago" in line for line in every)
+    shown = _memory_lines(small.stdout)
+    assert shown and shown == every[: len(shown)]
+    assert f"_{93 - len(shown)} more active memories" in small.stdout
+    # the ones that rank high for each reason are among them
+    assert all(any(title in line for line in shown) for title in ("Ancient ferry", "Dated ahead", "Written by hand"))

@@ -72,7 +72,7 @@ async def test_tool_surface_is_lean_and_still_complete(store: Path, mode: str) -
     update = by_name["memory_update"].description
     for line in ("- edit: any of title, body", "- supersede: by", "- set_state: state", "- link: other_id"):
         assert line in update
-    assert "- resolve_conflict: pair_hash, resolution" in update
+    assert "- resolve_conflict: pair_hash (no id needed) or other_id" in update
     # the schema still validates what it did: null is accepted where the argument is optional
     assert by_name["memory_recall"].input_schema.get("required", []) == []
 
@@ -151,12 +151,14 @@ async def test_remember_text_is_compact_and_says_what_to_do_with_a_conflict(tool
     b, text = second.structured_content, second.content[0].text
     assert len(text.encode("utf-8")) <= CONFLICT_TEXT_BUDGET, len(text.encode("utf-8"))
     [c] = b["conflicts"]
+    [item] = b["listed"]  # issue 42: every memory it may contradict, best first, each with its one call
     lines = text.splitlines()
     assert lines[0] == f"remembered: {b['path']} id {b['id']} (global)"
-    assert "1 possible conflict(s)" in lines[1] and "memory_update op=resolve_conflict" in lines[1]
-    assert lines[2] == f"1. {tabs[0]} (preference, agent-inferred) {a['path']} id {a['id']} pair_hash {c['pair_hash']}"
-    assert lines[3] == f"   {tabs[1]}"
-    assert lines[4] == "   why: " + "; ".join(c["reasons"]) and c["reasons"]
+    assert lines[1] == "1 listed, best first, that this may contradict or replace; 1 written as open conflict(s)."
+    assert lines[2].startswith("Settle each with its call: supersede if this replaces it, keep_both if not a conflict")
+    assert lines[3].startswith(f"1. {tabs[0][:30]}") and f"(preference; conflict {item['weight']:.2f}): " in lines[3]
+    assert lines[4] == f"   memory_update op=resolve_conflict id={b['id']} other_id={a['id']} resolution=supersede"
+    assert item["id"] == c["id"] == a["id"] and item["written"] and c["reasons"]
     assert c["text_similarity"] > 0 and "text_similarity" not in text  # numbers stay in the structured record
 
     again = await tools.raw("memory_remember", title=tabs[0], body=tabs[1])

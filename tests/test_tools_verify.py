@@ -72,3 +72,40 @@ async def test_verify_catches_every_kind_of_tampering(tools: Tools, store: Path)
     await _clean_index_verifies_clean(tools, store)
     await _tampered_title_is_caught_and_repaired(tools, store)
     await _tampered_sha_and_full_text_are_caught(tools, store)
+
+
+# a one-shot `memory-mcp reindex` in a new process, counting the opens of each canon file (an audit hook sees
+# every open the interpreter makes)
+_COUNT_OPENS = """
+import collections, json, sys
+opened = collections.Counter()
+def hook(event, args):
+    if event == "open" and isinstance(args[0], str) and "/memories/" in args[0]:
+        opened[args[0]] += 1
+sys.addaudithook(hook)
+from memory_mcp.edges.cli import main
+code = main(["--store", sys.argv[1], "reindex"])
+print(json.dumps({"code": code, "opened": sorted(opened.values())}))
+"""
+
+
+def test_reindex_of_a_store_without_index_reads_each_file_once(store: Path) -> None:
+    """The rebuild is the one pass: the reconcile-first step that every other call makes before its work is
+    not made first (on a store without an index it indexed every file, then the rebuild did it all again)."""
+    import json
+    import subprocess
+    import sys
+
+    from .helpers import hand_memory, write_file
+
+    for n in range(5):
+        write_file(store / "memories" / f"m{n}.md", hand_memory(f"m{n}", f"Subject {n}", f"Body {n}."))
+    settle()
+    for index in ("missing", "present"):  # a cold rebuild, then one over the index it left
+        out = subprocess.run(
+            [sys.executable, "-c", _COUNT_OPENS, str(store)], capture_output=True, text=True, timeout=120
+        )
+        assert out.returncode == 0, out.stderr
+        answer = json.loads(out.stdout.strip().splitlines()[-1])
+        assert answer == {"code": 0, "opened": [1] * 5}, index
+        assert (store / ".index" / "index.sqlite3").exists()

@@ -14,6 +14,7 @@ three versions write the same bytes, and the copy of a losing side gets the same
 from __future__ import annotations
 
 import json
+import re
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any
@@ -27,6 +28,8 @@ from . import files as canon
 # (base, ours, theirs) -> the merged text, or None when the line merge clashes
 LineMerge = Callable[[str, str, str], "str | None"]
 CLASH_REASON = "edited on two machines"
+# what a clash copy's title adds to its original's, so the pair reads as two versions, not one title twice
+COPY_TITLE = "(the other machine's version)"
 _MISSING = object()
 
 
@@ -103,7 +106,8 @@ def merge_memory(
         if b is not None and b.id != o.id:
             b = None
     later = _later_side(o, t)
-    out, notes = o.meta, []  # ours' key order and comments; values replaced where merged
+    notes = _lifecycle_kept(b, o, t)  # before the fields merge into ours' map
+    out = o.meta  # ours' key order and comments; values replaced where merged
     keys = list(dict.fromkeys([*o.meta.keys(), *t.meta.keys()]))
     for key in keys:
         rule = FIELD_MERGE_RULES.get(str(key), DEFAULT_RULE)
@@ -130,6 +134,21 @@ def merge_memory(
     return MergeOutcome(_compose(out, merged), extra, notes)
 
 
+def _lifecycle_kept(b: _Side | None, o: _Side, t: _Side) -> list[str]:
+    """What to say when one side archived or deprecated the memory and the other edited its text: the merge keeps
+    the state (a one-sided field change) with the edit, and the reconcile after a sync does not take the edit
+    for a person using an archived memory again."""
+    if b is None:
+        return []
+    was = _text(b.meta.get("state")) or "active"
+    for mover, editor in ((o, t), (t, o)):
+        now = _text(mover.meta.get("state")) or "active"
+        if now != was and now in STATE_ORDER[1:] and (_text(editor.meta.get("state")) or "active") == was:
+            if editor.content != b.content and mover.content == b.content:
+                return [f"{o.id}: {now} on one machine and edited on the other: stays {now}, with the edit"]
+    return []
+
+
 def keep_both(ours: bytes, theirs: bytes, name_taken: Callable[[str], bool]) -> MergeOutcome:
     """The fallback when a field-by-field merge is impossible: ours stays, theirs becomes a second file (a new
     memory with an open conflict when it has ours' id; byte for byte when it is not a memory at all)."""
@@ -137,14 +156,27 @@ def keep_both(ours: bytes, theirs: bytes, name_taken: Callable[[str], bool]) -> 
         t = _read(theirs, "theirs")
     except MergeError:
         return MergeOutcome(ours, [ExtraFile(free_name("unmerged", name_taken), theirs)], ["kept an unparseable side"])
-    try:
-        same = _read(ours, "ours").id == t.id
-    except MergeError:
-        same = False
-    if not same:
+    ours_id = id_of(ours)  # read leniently: ours may be a memory whose frontmatter a person broke
+    if ours_id and ours_id != t.id:
         return MergeOutcome(ours, [_as_extra(t, name_taken)], [f"kept {t.id} beside ours"])
+    # the same memory, or one whose id cannot be told: theirs is kept under a new id, never beside ours under
+    # one id (two files with one id would hide one of them)
     copy = _clash_copy(t, t.id, t.updated, name_taken)
     return MergeOutcome(ours, [copy], [f"{t.id}: {CLASH_REASON}: kept ours; theirs is now {copy.name}"])
+
+
+def id_of(data: bytes) -> str:
+    """The id a memory file's frontmatter names, read line by line (a file whose YAML does not parse still says
+    whose it is); "" when it names none."""
+    if not data.startswith(b"---"):
+        return ""
+    end = data.find(b"\n---", 3)
+    found = _ID_LINE.search(data, 0, end if end > 0 else canon.MAX_FILE_BYTES)
+    ident = found.group(1).decode("ascii") if found else ""
+    return ident if canon.ID_PATTERN.match(ident) else ""
+
+
+_ID_LINE = re.compile(rb"^id:[ \t]*['\"]?([0-9A-Za-z_-]+)['\"]?[ \t]*\r?$", re.M)
 
 
 # ---------------------------------------------------------------- one field
@@ -282,7 +314,19 @@ def _clash_copy(loser: _Side, original_id: str, detected: str, name_taken: Calla
     )
     title = _title(loser.content) or original_id
     name = free_name(f"{canon.slugify(title)}-{new_id[-6:].lower()}", name_taken)
-    return ExtraFile(name, _compose(meta, loser.content))
+    return ExtraFile(name, _compose(meta, _retitled(loser.content, f"{title} {COPY_TITLE}")))
+
+
+def _retitled(content: str, title: str) -> str:
+    """The content under another title: its `# ` heading replaced, or one added when it has none."""
+    lines = content.split("\n")
+    for i, line in enumerate(lines):
+        if line.strip():
+            if line.startswith("# "):
+                lines[i] = f"# {title}"
+                return "\n".join(lines)
+            break
+    return f"\n# {title}\n\n{content.lstrip()}"
 
 
 def _as_extra(side: _Side, name_taken: Callable[[str], bool]) -> ExtraFile:

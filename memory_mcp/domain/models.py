@@ -10,13 +10,17 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any, Literal
 
-from pydantic import BaseModel, Field
+from pydantic import BaseModel, ConfigDict, Field
 
 from .memory import ConflictRecord, Memory, first_paragraph
 from .vocabulary import MemoryType, State, Trust
 
 # what the conflict gate calls a neighbour it does not record (search/conflicts.py)
 NeighbourKind = Literal["related", "near-duplicate", "possible-conflict"]
+# what a listed memory is to the new one: a conflict written into the new file, or one of the kinds above
+ListedKind = Literal["conflict", "possible-conflict", "near-duplicate", "related"]
+# the one call the gate suggests to settle a listed pair (`memory_update op=resolve_conflict`, `resolution`)
+SettleCall = Literal["supersede", "keep_both"]
 
 # re-exported: the record is declared in memory.py (no pydantic, so the merge driver starts fast), the words
 # in vocabulary.py
@@ -24,6 +28,13 @@ __all__ = ["ConflictRecord", "Memory", "MemoryType", "State", "Trust", "first_pa
 
 
 # ---------------------------------------------------------------- answers
+
+
+class Answer(BaseModel):
+    """The base of every model here: its validator and serializer are built at its first use, not at import
+    (a one-shot command builds the few it answers with, not all forty)."""
+
+    model_config = ConfigDict(defer_build=True)
 
 
 @dataclass(frozen=True)
@@ -56,7 +67,7 @@ def stage_reporter(progress: ProgressFn | None, stage: str, scope: str) -> Calla
     return report
 
 
-class ReconcileReport(BaseModel):
+class ReconcileReport(Answer):
     """What one reconcile pass did. A no-change pass has hashed == reindexed == removed == 0."""
 
     scanned: int = 0
@@ -77,21 +88,26 @@ class ReconcileReport(BaseModel):
         "the only files that changed and just those were read; none: the watch saw no change and no other process "
         "wrote the index, so nothing was read.",
     )
+    renumbered: list[str] = Field(
+        default_factory=list,
+        description="Files that held an id another file keeps (a copy made by hand), given a new id of their own by "
+        "this pass: 'path: ID stays with <path>; this file is now NEW_ID'.",
+    )
     seconds: float = 0.0
 
 
-class Unparseable(BaseModel):
+class Unparseable(Answer):
     path: str
     reason: str
     scope: str = "global"
 
 
-class SkippedDocument(BaseModel):
+class SkippedDocument(Answer):
     path: str
     reason: str
 
 
-class DocumentsReport(BaseModel):
+class DocumentsReport(Answer):
     """What the reconcile pass did to the indexed document sources."""
 
     scanned: int = 0
@@ -102,7 +118,7 @@ class DocumentsReport(BaseModel):
     seconds: float = 0.0
 
 
-class SourceStatus(BaseModel):
+class SourceStatus(Answer):
     label: str
     path: str
     files: int
@@ -111,14 +127,14 @@ class SourceStatus(BaseModel):
     last_indexed: str | None
 
 
-class ScopeReport(BaseModel):
+class ScopeReport(Answer):
     scope: str
     store: str
     root: str
     reconcile: ReconcileReport
 
 
-class ConflictSummary(BaseModel):
+class ConflictSummary(Answer):
     scope: str = "global"
     pair_hash: str
     a_id: str
@@ -128,7 +144,7 @@ class ConflictSummary(BaseModel):
     detected: str
 
 
-class IndexReport(BaseModel):
+class IndexReport(Answer):
     store: str
     reconcile: ReconcileReport = Field(description="Summed over every scope this call reconciled.")
     scopes: list[ScopeReport] = Field(default_factory=list)
@@ -140,7 +156,7 @@ class IndexReport(BaseModel):
     documents: DocumentsReport | None = None
 
 
-class ScoreComponents(BaseModel):
+class ScoreComponents(Answer):
     text: float
     trust: float
     state: float
@@ -152,7 +168,7 @@ class ScoreComponents(BaseModel):
     coverage: float
 
 
-class HandoffInfo(BaseModel):
+class HandoffInfo(Answer):
     """The current handoff of one scope: where the last session left off."""
 
     id: str
@@ -163,7 +179,7 @@ class HandoffInfo(BaseModel):
     updated: str
 
 
-class ContextAnswer(BaseModel):
+class ContextAnswer(Answer):
     """The session-start context (memory://context, `memory-mcp context`): Markdown within a byte budget."""
 
     text: str
@@ -176,7 +192,7 @@ class ContextAnswer(BaseModel):
     review_due: int = 0
 
 
-class OpenConflict(BaseModel):
+class OpenConflict(Answer):
     """An unresolved conflict a recalled memory is in: the memory on the other side of the pair."""
 
     pair_hash: str
@@ -184,7 +200,7 @@ class OpenConflict(BaseModel):
     other_title: str
 
 
-class RecallResult(BaseModel):
+class RecallResult(Answer):
     id: str = Field(description="Memory id, or `doc:<path>#<start line>` for a document chunk.")
     kind: str = Field(default="memory", description="memory | document")
     scope: str = Field(default="global", description="local | global (documents: the scope indexing them)")
@@ -231,7 +247,7 @@ class RecallResult(BaseModel):
         return len(f"{self.title}\n{self.path}:{self.line}\n{self.excerpt}\n".encode())
 
 
-class CollapsedResult(BaseModel):
+class CollapsedResult(Answer):
     """A result left out because it restates one ranked above it."""
 
     kept_id: str
@@ -239,7 +255,7 @@ class CollapsedResult(BaseModel):
     reason: str = Field(description="same text | word overlap J | cosine C")
 
 
-class RecallAnswer(BaseModel):
+class RecallAnswer(Answer):
     query: str
     plan: str = Field(description="Which query legs ran: all-terms, any-term, trigram, like, cosine.")
     results: list[RecallResult]
@@ -261,7 +277,7 @@ class RecallAnswer(BaseModel):
     as_of: str | None = Field(default=None, description="An as-of view: what the store held as current that day.")
 
 
-class ConflictCandidate(BaseModel):
+class ConflictCandidate(Answer):
     """Judgement material for a neighbour of a new memory: never acted on automatically."""
 
     id: str
@@ -279,23 +295,29 @@ class ConflictCandidate(BaseModel):
     reasons: list[str] = Field(default_factory=list, description="The evidence that makes this pair a conflict.")
 
 
-class RelatedMemory(BaseModel):
-    """A neighbour sharing an entity that does not look like a contradiction: listed, never recorded."""
+class ListedMemory(Answer):
+    """An existing memory the new one may contradict or replace: judgement material for the agent, best first."""
 
     id: str
     path: str
     title: str
-    shared_entities: list[str]
-    text_similarity: float
-    kind: NeighbourKind = Field(
-        default="related",
-        description="related (another attribute or subject), near-duplicate (says the same: the same body, or an "
-        "agreeing paraphrase) or possible-conflict (same attribute in other words: too weak to record).",
+    type: str
+    kind: ListedKind = Field(
+        description="conflict (written into the new file as an open pair), possible-conflict (likely, written "
+        "nowhere), near-duplicate (says the same) or related (another attribute, scope or subject)."
     )
-    reasons: list[str] = Field(default_factory=list, description="Why the gate did not count it as a conflict.")
+    weight: float = Field(description="The gate's probability that the new memory contradicts this one (0..1).")
+    evidence: str = Field(description="Why it is listed, in one line (the words the gate read, not a verdict).")
+    written: bool = Field(description="Recorded in the new memory's file (`conflicts:`), shown at session start.")
+    pair_hash: str
+    settle: SettleCall = Field(
+        description="The likelier settlement: supersede (the new memory replaces it) or keep_both (not a conflict: "
+        "recorded, never listed again), each one memory_update op=resolve_conflict id=<new> other_id=<this>."
+    )
+    shared_entities: list[str] = Field(default_factory=list)
 
 
-class RememberAnswer(BaseModel):
+class RememberAnswer(Answer):
     id: str
     scope: str = "global"
     path: str
@@ -304,15 +326,18 @@ class RememberAnswer(BaseModel):
     superseded: list[str] = Field(default_factory=list)
     message: str = ""
     conflicts: list[ConflictCandidate] = Field(
-        default_factory=list, description="Memories this one likely contradicts or replaces; recorded as open pairs."
+        default_factory=list,
+        description="The listed memories this one contradicts near certainly: recorded as open pairs in its file.",
     )
-    related: list[RelatedMemory] = Field(
-        default_factory=list, description="Same-entity neighbours that state something else; written nowhere."
+    listed: list[ListedMemory] = Field(
+        default_factory=list,
+        description="Best first: existing memories this one may contradict or replace, each settled by one "
+        "memory_update op=resolve_conflict id=<this id> other_id=<its id> resolution=supersede or keep_both.",
     )
     index: IndexReport
 
 
-class ChainLink(BaseModel):
+class ChainLink(Answer):
     id: str
     title: str
     state: str
@@ -323,7 +348,7 @@ class ChainLink(BaseModel):
     )
 
 
-class ConflictHistoryEntry(BaseModel):
+class ConflictHistoryEntry(Answer):
     pair_hash: str
     other_id: str
     other_title: str | None = None
@@ -334,7 +359,7 @@ class ConflictHistoryEntry(BaseModel):
     note: str | None = None
 
 
-class ReadAnswer(BaseModel):
+class ReadAnswer(Answer):
     id: str | None
     scope: str = "global"
     kind: str = Field(default="memory", description="memory | document")
@@ -357,7 +382,7 @@ class ReadAnswer(BaseModel):
     index: IndexReport
 
 
-class EditableMemory(BaseModel):
+class EditableMemory(Answer):
     """A memory's editable fields and the sha256 of the exact file bytes they were parsed from."""
 
     id: str
@@ -376,7 +401,7 @@ class EditableMemory(BaseModel):
     follows: str | None = None
 
 
-class MemoryItem(BaseModel):
+class MemoryItem(Answer):
     """One row of a filtered listing (no query): what a browser list shows."""
 
     id: str
@@ -392,7 +417,7 @@ class MemoryItem(BaseModel):
     updated: str
 
 
-class BrowseAnswer(BaseModel):
+class BrowseAnswer(Answer):
     items: list[MemoryItem]
     total: int = Field(description="Memories matching the filters (items may be a page of them).")
     state_counts: dict[str, int] = Field(description="Matches per state under the other filters.")
@@ -400,7 +425,7 @@ class BrowseAnswer(BaseModel):
     index: IndexReport
 
 
-class StoreInfo(BaseModel):
+class StoreInfo(Answer):
     """One place calls can reach: a scope and, for named sibling stores of the global one, its `store` name."""
 
     scope: str
@@ -411,7 +436,7 @@ class StoreInfo(BaseModel):
     home: bool = Field(description="Where new memories go by default.")
 
 
-class UpdateAnswer(BaseModel):
+class UpdateAnswer(Answer):
     op: str
     id: str
     path: str
@@ -421,7 +446,7 @@ class UpdateAnswer(BaseModel):
     index: IndexReport
 
 
-class ForgetAnswer(BaseModel):
+class ForgetAnswer(Answer):
     id: str
     mode: str
     path: str
@@ -430,7 +455,7 @@ class ForgetAnswer(BaseModel):
     index: IndexReport
 
 
-class CompactionCandidate(BaseModel):
+class CompactionCandidate(Answer):
     entity: str
     ids: list[str]
     titles: list[str]
@@ -439,14 +464,14 @@ class CompactionCandidate(BaseModel):
     suggestion: str
 
 
-class ReviewDue(BaseModel):
+class ReviewDue(Answer):
     id: str
     title: str
     path: str
     review_after: str
 
 
-class ExpiredMemory(BaseModel):
+class ExpiredMemory(Answer):
     """An active memory past its `valid_until`: not served by default; review, archive or extend it."""
 
     id: str
@@ -455,7 +480,7 @@ class ExpiredMemory(BaseModel):
     valid_until: str
 
 
-class IndexFreshness(BaseModel):
+class IndexFreshness(Answer):
     path: str
     size_bytes: int
     schema_version: int
@@ -467,7 +492,7 @@ class IndexFreshness(BaseModel):
     not_restored_by_rebuild: list[str]
 
 
-class DuplicatePair(BaseModel):
+class DuplicatePair(Answer):
     """Two memories saying the same normalised text (e.g. remembered on two machines before a sync); recall
     serves the pair once."""
 
@@ -476,7 +501,7 @@ class DuplicatePair(BaseModel):
     title: str
 
 
-class StatusAnswer(BaseModel):
+class StatusAnswer(Answer):
     scope: str = "global"
     scopes: list[str] = Field(default_factory=list, description="Scopes this server serves.")
     sources: list[SourceStatus] = Field(default_factory=list, description="Indexed document sources.")
@@ -502,21 +527,21 @@ class StatusAnswer(BaseModel):
     )
 
 
-class ExportAnswer(BaseModel):
+class ExportAnswer(Answer):
     text: str
     memories: int
     scopes: list[str]
     path: str | None = None  # the absolute path written (export_to)
 
 
-class Mismatch(BaseModel):
+class Mismatch(Answer):
     scope: str = "global"
     path: str
     id: str | None
     problem: str
 
 
-class AutoClosedConflict(BaseModel):
+class AutoClosedConflict(Answer):
     """An open pair recorded by an earlier conflict gate that today's gate does not count as a conflict."""
 
     scope: str = "global"
@@ -526,7 +551,7 @@ class AutoClosedConflict(BaseModel):
     reasons: list[str]
 
 
-class ReindexAnswer(BaseModel):
+class ReindexAnswer(Answer):
     store: str
     scopes: list[str] = Field(default_factory=list)
     files: int
@@ -536,7 +561,9 @@ class ReindexAnswer(BaseModel):
     mismatches: list[Mismatch]
     seconds: float
     auto_closed: list[AutoClosedConflict] = Field(
-        default_factory=list, description="Open pairs from an earlier gate closed as no longer conflicting, and why."
+        default_factory=list,
+        description="Open pairs from an earlier gate closed as no longer conflicting, and why (with verify: the "
+        "pairs a reindex would close; verify writes no memory file).",
     )
     embedded: int = Field(default=0, description="Memories embedded for hybrid search by this reindex.")
     semantic_note: str = ""
@@ -547,7 +574,7 @@ class ReindexAnswer(BaseModel):
     )
 
 
-class SyncChanges(BaseModel):
+class SyncChanges(Answer):
     """Memory files one side of a sync changed: the titles (every one), by kind."""
 
     added: list[str] = Field(default_factory=list)
@@ -557,7 +584,7 @@ class SyncChanges(BaseModel):
     other: list[str] = Field(default_factory=list, description="dictionary.md, config.toml")
 
 
-class SyncAnswer(BaseModel):
+class SyncAnswer(Answer):
     """What `memory-mcp sync` did: what went out, what came in, what the merge surfaced."""
 
     repo: str
@@ -584,6 +611,6 @@ class SyncAnswer(BaseModel):
     )
 
 
-class GitSetupAnswer(BaseModel):
+class GitSetupAnswer(Answer):
     repo: str
     changed: list[str] = Field(description="Empty when everything was already set up.")

@@ -49,7 +49,7 @@ UPDATE_OP_FIELDS = {
     "supersede": ("by",),
     "set_state": ("state", "reason"),
     "link": ("other_id",),
-    "resolve_conflict": ("pair_hash", "resolution", "winner", "note"),
+    "resolve_conflict": ("pair_hash", "other_id", "resolution", "winner", "note"),
 }
 UPDATE_OPS = tuple(UPDATE_OP_FIELDS)
 FORGET_MODES = ("archive", "deprecate", "purge")

@@ -13,7 +13,18 @@ from ..domain.text import clip
 
 EXCERPT_CHARS = 220
 OTHER_TITLE_CHARS = 60
-NEIGHBOUR_EXCERPT_CHARS = 160
+LISTED_TITLE_CHARS = 42
+EVIDENCE_CHARS = 54
+# what to do with a remember's list, in two lines at most (the tool description says the same)
+SETTLE_GUIDE = (
+    "Settle each with its call: supersede if this replaces it, keep_both if not a conflict (never listed again); "
+    "ask the user if unsure."
+)
+
+
+def settle_call(new_id: str, other_id: str, resolution: str) -> str:
+    """The one memory_update call that settles a listed pair (recorded or not)."""
+    return f"memory_update op=resolve_conflict id={new_id} other_id={other_id} resolution={resolution}"
 
 
 def recall_text(answer: RecallAnswer) -> str:
@@ -77,8 +88,9 @@ def conflict_line(result: RecallResult, results: list[RecallResult]) -> str:
 
 
 def remember_text(answer: RememberAnswer) -> str:
-    """What memory_remember did, in a few lines: where the memory is, what it replaced, and each conflict with the
-    evidence and the pair to settle (the structured content keeps similarities, days apart and the index report)."""
+    """What memory_remember did, in a few lines: where the memory is, what it replaced, and the memories it may
+    contradict or replace, best first, each with its evidence and the call that settles it (the structured content
+    keeps paths, pair hashes, shared entities and the index report)."""
     where = f"{answer.path} id {answer.id} ({answer.scope})"
     if answer.created:
         lines = [f"remembered: {where}"]
@@ -88,20 +100,19 @@ def remember_text(answer: RememberAnswer) -> str:
         lines.append(f"superseded (now archived): {', '.join(answer.superseded)}")
     if answer.message:
         lines.append(answer.message)
-    if answer.conflicts:
+    if answer.listed:
+        written = sum(n.written for n in answer.listed)
         lines.append(
-            f"{len(answer.conflicts)} possible conflict(s), recorded as open and nothing overwritten: ask the user or "
-            "decide with memory_update op=resolve_conflict (keep_both, or supersede with a winner)"
+            f"{len(answer.listed)} listed, best first, that this may contradict or replace; "
+            + (f"{written} written as open conflict(s)." if written else "none written.")
         )
-    for n, c in enumerate(answer.conflicts, 1):
-        newer = "; the new one may replace it (latest-wins eligible)" if c.latest_wins_eligible else ""
-        lines.append(f"{n}. {c.title} ({c.type}, {c.trust}) {c.path} id {c.id} pair_hash {c.pair_hash}{newer}")
-        lines.append(f"   {clip(c.excerpt, NEIGHBOUR_EXCERPT_CHARS)}")
-        if c.reasons:
-            lines.append(f"   why: {'; '.join(c.reasons)}")
-    if answer.related:
-        shown = "; ".join(f"{clip(r.title, OTHER_TITLE_CHARS)} (id {r.id})" for r in answer.related)
-        lines.append(f"related, not conflicting: {shown}")
+        lines.append(SETTLE_GUIDE)
+    for n, item in enumerate(answer.listed, 1):
+        lines.append(
+            f"{n}. {clip(item.title, LISTED_TITLE_CHARS)} ({item.type}; {item.kind} {item.weight:.2f}): "
+            f"{clip(item.evidence, EVIDENCE_CHARS)}"
+        )
+        lines.append(f"   {settle_call(answer.id, item.id, item.settle)}")
     if (note := index_note(answer.index)) is not None:
         lines.append(note)
     return "\n".join(lines)
@@ -149,7 +160,8 @@ def usage_guide() -> str:
 - trust: user-stated only for what the user said or confirmed; agent-inferred for your conclusions; imported
   for copied material.
 - entities: the people, projects and systems a memory is about, in canonical names.
-- Conflicts: when remember returns conflicts, ask the user or decide with memory_update op=resolve_conflict
-  (keep_both, or supersede with a winner). Nothing is ever overwritten silently.
+- Conflicts: remember lists, best first, memories the new one may contradict or replace, each with its evidence and
+  one memory_update op=resolve_conflict call: supersede if the new one replaces it, keep_both if not a conflict;
+  ask the user when unsure. Only near-certain conflicts are written into files. Nothing is overwritten silently.
 - Something changed? memory_update op=supersede (or remember with supersedes) keeps the history.
 - Before the session ends: memory_remember type=handoff with where you left off and what comes next."""

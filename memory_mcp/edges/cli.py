@@ -15,8 +15,6 @@ import sys
 from pathlib import Path
 from typing import TYPE_CHECKING
 
-from pydantic import BaseModel
-
 import memory_mcp
 
 from ..config import ConfigError, Settings, describe, load_settings
@@ -38,15 +36,15 @@ from ..domain.models import (
 )
 from ..domain.vocabulary import FORGET_MODES, RECALL_MODES, RESOLUTIONS, SCOPES, STATES, TRUSTS, TYPES, UPDATE_OPS
 from ..importers import FORMATS
-from ..importers.run import ImportAnswer, apply_import, dry_run, plan_import
-from ..store.git import GitFailedError, SyncInterrupted
-from ..store.sync import SyncOptions
 from ..tools.service import MemoryService
 from ..tools.workers import MAX_DEFAULT_WORKERS, default_workers
 from .answer_text import result_marks, weak_results_note
 
 if TYPE_CHECKING:
+    from pydantic import BaseModel
     from tqdm import tqdm
+
+    from ..importers.run import ImportAnswer
 
 EXIT_OK, EXIT_MISMATCH, EXIT_USAGE = 0, 1, 2
 EXIT_GIT_FAILED = 1
@@ -345,7 +343,9 @@ def _change_commands(command) -> None:
     u.add_argument("--by", metavar="ID", help="supersede: the id of the memory replacing this one")
     u.add_argument("--state", choices=STATES, help="set-state: the target state")
     u.add_argument("--reason", help="set-state: why (needed to deprecate, and to reactivate a deprecated memory)")
-    u.add_argument("--other-id", metavar="ID", help="link: the related memory")
+    u.add_argument(
+        "--other-id", metavar="ID", help="link: the related memory; resolve-conflict: the other memory of a listed pair"
+    )
     u.add_argument("--pair-hash", metavar="HASH", help="resolve-conflict: the conflict (as remember or status give it)")
     u.add_argument("--resolution", choices=[_cli_word(r) for r in RESOLUTIONS], help="resolve-conflict: the decision")
     u.add_argument("--winner", metavar="ID", help="resolve-conflict with supersede: the memory that stays")
@@ -407,6 +407,8 @@ def _import_command(command) -> None:
 
 
 def _run_import(service: MemoryService, args: argparse.Namespace) -> int:
+    from ..importers.run import apply_import, dry_run, plan_import  # the importers load only for `import`
+
     plan = plan_import(service, args.format, args.path, scope=args.scope)
     if args.dry_run:
         answer = dry_run(plan)
@@ -435,10 +437,13 @@ def _import_text(a: ImportAnswer) -> str:
     lines += [f"  skipped {p.where}: {p.reason}" for p in a.problems]
     lines += [f"  not kept: {d}" for d in a.dropped]
     for c in a.conflicts:
-        lines.append(f"  possible conflict {c.pair_hash}: {c.title} ({c.id}) <> {c.other_title} ({c.other_id})")
+        lines.append(f"  conflict written {c.pair_hash}: {c.title} ({c.id}) <> {c.other_title} ({c.other_id})")
         lines += [f"    because {r}" for r in c.reasons]
     if a.conflicts:
-        lines.append("-- resolve with `memory-mcp update resolve-conflict ID --pair-hash H --resolution keep-both`")
+        lines.append(
+            "-- settle each: `memory-mcp update resolve-conflict ID --other-id OTHER --resolution supersede` (ID"
+            " replaces OTHER) or `--resolution keep-both` (not a conflict)"
+        )
     if a.dry_run:
         lines.append("-- dry run: nothing was written")
     return "\n".join(lines)
@@ -510,18 +515,16 @@ def _main(argv: list[str] | None) -> int:
             service.scope_for_reading()  # browsing never creates a store
             return _ui(service, args.port)
         return _run(service, args)
-    except GitFailedError as exc:
-        print(f"memory-mcp: {exc}", file=sys.stderr)
-        return EXIT_GIT_FAILED
-    except SyncInterrupted as exc:
-        print(f"memory-mcp: {exc}", file=sys.stderr)
-        return EXIT_INTERRUPTED
     except KeyboardInterrupt:  # a Ctrl-C outside a step that must finish: one line, no traceback
         print("memory-mcp: interrupted (Ctrl-C)", file=sys.stderr)
         return EXIT_INTERRUPTED
     except MemoryMcpError as exc:
+        from ..store.git import GitFailedError, SyncInterrupted  # raised only by sync and git-setup
+
         print(f"memory-mcp: {exc}", file=sys.stderr)
-        return EXIT_USAGE
+        if isinstance(exc, SyncInterrupted):
+            return EXIT_INTERRUPTED
+        return EXIT_GIT_FAILED if isinstance(exc, GitFailedError) else EXIT_USAGE
     finally:
         service.close()
 
@@ -615,6 +618,8 @@ def _run(service: MemoryService, args: argparse.Namespace) -> int:
         _emit(service.context(scope=args.scope, budget=args.budget), args.json, lambda a: a.text.rstrip("\n"))
         return EXIT_OK
     if args.command == "sync":
+        from ..store.sync import SyncOptions
+
         options = SyncOptions(remote=args.remote, branch=args.branch, push=not args.no_push, init_url=args.init)
         answer = service.sync(options, scope=args.scope, progress=_terminal_steps())
         _emit(answer, args.json, _sync_text)
@@ -798,20 +803,17 @@ def _index_lines(index) -> list[str]:
 def _remember_text(a: RememberAnswer) -> str:
     head = f"{'created' if a.created else 'already remembered'} {a.id} at {a.path}"
     lines = [head] + [f"superseded {i}" for i in a.superseded] + ([a.message] if a.message else [])
-    for c in a.conflicts:
-        shared = f"shared entities: {', '.join(c.shared_entities)}; " if c.shared_entities else ""
+    if a.listed:
+        lines.append(f"-- {len(a.listed)} listed, best first: memories this may contradict or replace")
+        lines.append("-- settle each with its command: supersede if this replaces it, keep-both if not a conflict")
+    for n, item in enumerate(a.listed, 1):
+        state = "written as an open conflict" if item.written else "not written"
+        shared = f"; shared entities: {', '.join(item.shared_entities)}" if item.shared_entities else ""
+        lines.append(f"{n}. {item.title} ({item.id}; {item.type}; {item.kind} {item.weight:.2f}; {state}{shared})")
+        lines.append(f"   because {item.evidence}")
         lines.append(
-            f"possible conflict {c.pair_hash} with {c.id} ({c.title}): {shared}text similarity {c.text_similarity:.2f}, "
-            f"{_count(round(c.days_apart), 'day', 'days')} apart"
-            + ("; the newer may win (latest_wins_eligible)" if c.latest_wins_eligible else "")
+            f"   memory-mcp update resolve-conflict {a.id} --other-id {item.id} --resolution {_cli_word(item.settle)}"
         )
-        lines += [f"  because {reason}" for reason in c.reasons]
-    lines += [
-        f"{r.kind} (not a conflict) {r.id} ({r.title}); shared entities: {', '.join(r.shared_entities) or 'none'}"
-        for r in a.related
-    ]
-    if a.conflicts:
-        lines.append("-- resolve with the memory_update tool (op=resolve_conflict) or in the browser view")
     return "\n".join(lines)
 
 
@@ -894,7 +896,8 @@ def _reindex_text(a: ReindexAnswer) -> str:
         lines.append(f"embedded {_count(a.embedded, 'memory', 'memories')} for hybrid search{note}")
     lines += [f"unparseable {u.path}: {u.reason}" for u in a.unparseable]
     lines += [
-        f"auto-closed conflict {c.pair_hash} ({c.recorded_in} <> {c.other_id}): {'; '.join(c.reasons)}"
+        f"{'would auto-close' if a.verified else 'auto-closed'} conflict {c.pair_hash} ({c.recorded_in} <> "
+        f"{c.other_id}): {'; '.join(c.reasons)}"
         for c in a.auto_closed
     ]
     if a.verified:

@@ -62,7 +62,7 @@ INSTRUCTIONS = """Long-term memory kept as Markdown files the user can read and 
 At session start read memory://context (or the memory_start prompt): the last handoff and what matters most.
 Recall before answering questions about the user, their projects and past decisions; cite `path:line`.
 Remember durable facts, preferences and decisions (not chit-chat); say trust=user-stated only for what the
-user said. When memory_remember returns conflicts, ask or decide with memory_update op=resolve_conflict:
+user said. memory_remember lists memories the new one may contradict: settle each with the call it shows, or ask;
 nothing is overwritten. Before the session ends, remember type=handoff: where you left off."""
 
 # every tool takes `store` and `scope`; they are described once, on memory_remember (the model reads all tools)
@@ -206,9 +206,9 @@ likes things), decision (a choice made, with its why), episode (something that h
 (where to find something), knowledge (distilled how-to or background), handoff (where you left off: at most one \
 active, a new one replaces it). trust: user-stated only for what the user said or confirmed; agent-inferred \
 (default) for your own conclusions; imported for copied material. entities: the people, projects and systems it \
-is about, in canonical names: they filter recall and group related memories. The same text twice returns the \
-original. `conflicts` lists memories this may contradict: nothing is overwritten; ask the user or \
-decide with memory_update op=resolve_conflict (or supersede)."""
+is about, in canonical names: they filter recall and group related memories. The same text again returns the \
+original. `listed`: what this may contradict, ranked, with evidence and a resolve_conflict call \
+(supersede, or keep_both: no conflict); `conflicts`: those written."""
 
 RECALL = """Search memories and indexed documents in one ranked list. Each result cites path:line \
 (open with memory_read) and has an id for memory_update. Without a query, type=handoff returns the current handoff."""
@@ -223,7 +223,8 @@ refuses a stale write.
 - set_state: state; reason when deprecating, and when reactivating a deprecated memory (deprecated → archived is \
 refused).
 - link: other_id (written both ways as related).
-- resolve_conflict: pair_hash, resolution (keep_both | supersede), winner (with supersede), note (no id needed)."""
+- resolve_conflict: pair_hash (no id needed) or other_id, resolution (keep_both | supersede), winner (default \
+id), note."""
 
 FORGET = """archive (kept, ranked lower), deprecate (kept, hidden from recall; reason required) or purge (deletes \
 the file; only an archived or deprecated memory, and confirm=true required)."""

@@ -13,6 +13,7 @@ from __future__ import annotations
 import re
 from pathlib import Path
 
+from ..domain.added_text import observation_body
 from ..domain.text import fold_case
 from .notes import as_list, outside_fences, properties_line, readable_notes, title_and_body
 from .records import IMPORT_TYPES, Draft, Link, Parsed
@@ -62,7 +63,7 @@ def parse(path: Path) -> Parsed:
             obs_tags = TAG.findall(content)
             plain = CONTEXT.sub("", TAG.sub("", content)).strip() or content
             kind = category.lower() if category.lower() in IMPORT_TYPES else "fact"
-            obs_body = f"[{category}] {content}\n\nFrom the note {title}."
+            obs_body = observation_body(category, content, title)
             out.drafts.append(
                 Draft(plain, obs_body, kind, f"{source} (observation)", tuple(dict.fromkeys([title, *obs_tags])))
             )

@@ -15,6 +15,7 @@ from __future__ import annotations
 import json
 from pathlib import Path
 
+from ..domain.added_text import relation_line
 from .records import Draft, Link, Parsed
 
 FORMAT = "mcp-memory"
@@ -89,7 +90,7 @@ def parse(path: Path) -> Parsed:
         key = f"relation:{line}"
         words = rel.replace("_", " ")
         source = f"{FORMAT} import: {path.name}:{line} (relation {rel})"
-        body = f"{a} {words} {b}.\n\nRelation `{rel}` from {a} to {b}."
+        body = f"{a} {words} {b}.\n\n{relation_line(rel, a, b)}"
         out.drafts.append(Draft(f"{a} {words} {b}", body, "fact", source, tuple(dict.fromkeys((a, b))), key))
         for end in dict.fromkeys((a, b)):
             if end in anchor:

@@ -14,6 +14,7 @@ from pathlib import Path
 from typing import Any
 
 from ..canon import files as canon
+from ..domain.added_text import properties_line as added_properties_line
 from ..store.documents import chunk_text
 from .records import Parsed
 
@@ -161,7 +162,7 @@ def properties_line(meta: dict[str, Any], skip: set[str]) -> str:
     if not rest:
         return ""
     shown = "; ".join(f"{k}: {', '.join(map(str, v)) if isinstance(v, list) else v}" for k, v in rest)
-    return f"Properties: {shown}"
+    return added_properties_line(shown)
 
 
 def as_list(value: Any) -> list[str]:

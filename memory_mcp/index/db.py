@@ -256,6 +256,11 @@ def migrate(conn: sqlite3.Connection) -> None:
         _add_late_indexes(conn)
 
 
+# `updated` as the canon writes it (UTC, whole seconds) compares as text in time order; ODD_STAMP is true of
+# any other form (hand-written), over alias `m`: the condition of a partial index, so written out as a literal
+CANONICAL_STAMP = "[0-9][0-9][0-9][0-9]-[0-9][0-9]-[0-9][0-9]T[0-9][0-9]:[0-9][0-9]:[0-9][0-9]Z"
+ODD_STAMP = f"NOT m.updated GLOB '{CANONICAL_STAMP}'"
+
 # Indexes added after their schema version: a process that does not know one still writes the tables it covers
 # (SQLite keeps an index it did not create), so each is created where missing without a version bump.
 LATE_INDEXES: dict[str, str] = {
@@ -264,6 +269,11 @@ LATE_INDEXES: dict[str, str] = {
     # the open conflicts of a recall's results (`conflict_pairs.open_pairs_touching`), either side
     "conflicts_open_a": "CREATE INDEX conflicts_open_a ON conflicts (a_id) WHERE status = 'open'",
     "conflicts_open_b": "CREATE INDEX conflicts_open_b ON conflicts (b_id) WHERE status = 'open'",
+    # the most recently updated active memories, read in order (the session-start context,
+    # `reads.context_candidates`), not every memory sorted
+    "memories_recent": "CREATE INDEX memories_recent ON memories (state, updated, id)",
+    "memories_odd_stamps": "CREATE INDEX memories_odd_stamps ON memories (state) WHERE "
+    + ODD_STAMP.replace("m.updated", "updated"),
 }
 
 

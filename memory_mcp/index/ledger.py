@@ -138,6 +138,12 @@ def duplicate_rows(conn: sqlite3.Connection) -> list[FileRow]:
     return [FileRow._make(r) for r in rows]
 
 
+def id_holders(conn: sqlite3.Connection) -> dict[str, str]:
+    """memory id -> the path of the file the index holds it at (duplicates left out)."""
+    rows = conn.execute("SELECT memory_id, path FROM files WHERE memory_id IS NOT NULL AND error IS NULL")
+    return dict(rows.fetchall())
+
+
 def has_duplicate_ids(conn: sqlite3.Connection) -> bool:
     return conn.execute("SELECT 1 FROM files WHERE error LIKE 'duplicate id%' LIMIT 1").fetchone() is not None
 

@@ -8,7 +8,9 @@ from __future__ import annotations
 
 import json
 import sqlite3
-from collections.abc import Sequence
+from collections.abc import Iterator, Sequence
+
+from .db import ODD_STAMP
 
 COUNTED_COLUMNS = ("state", "type", "trust", "origin")  # the only columns `counts_by` may group by
 
@@ -34,6 +36,63 @@ def reviews_due(conn: sqlite3.Connection, day: str) -> list[tuple[str, str, str,
             (day,),
         )
     ]
+
+
+# the memories the session-start context lists: active, not a handoff, not past their validity (`?`: today)
+_LISTED = "+m.state = 'active' AND +m.type != 'handoff' AND (m.valid_until IS NULL OR m.valid_until >= ?)"
+# (rowid, id, type, trust, origin, updated, recalls) of a listed memory
+_CANDIDATE = "SELECT m.rowid, m.id, m.type, m.trust, m.origin, m.updated, coalesce(h.recalls, 0) "
+_WITH_HEAT = "FROM memories m LEFT JOIN heat h ON h.memory_id = m.id "
+Candidate = tuple[int, str, str, str, str | None, str, int]
+
+
+def listed_count(conn: sqlite3.Connection, today: str) -> int:
+    """How many memories the session-start context could list (the ones it does not show are counted)."""
+    total = conn.execute("SELECT count(*) FROM memories WHERE state = 'active' AND type != 'handoff'").fetchone()[0]
+    expired = conn.execute(  # through the partial index on valid_until: only the memories that have one
+        "SELECT count(*) FROM memories WHERE valid_until < ? AND +state = 'active' AND +type != 'handoff'", (today,)
+    ).fetchone()[0]
+    return total - expired
+
+
+def listed_unordered(conn: sqlite3.Connection, today: str) -> list[Candidate]:
+    """The listed memories whose rank no index order gives: every one recalled at least once (from the heat
+    table, only they have a row there) and every one whose `updated` is hand-written in another form than the
+    canon's (ODD_STAMP, through its partial index). Rows may repeat."""
+    recalled = f"FROM heat h CROSS JOIN memories m ON m.id = h.memory_id WHERE h.recalls > 0 AND {_LISTED}"
+    odd = f"{_WITH_HEAT}WHERE {ODD_STAMP} AND m.state = 'active' AND {_LISTED}"
+    return [tuple(r) for sql in (recalled, odd) for r in conn.execute(_CANDIDATE + sql, (today,))]
+
+
+def listed_freshest(
+    conn: sqlite3.Connection,
+    today: str,
+    now: str,
+    trusts: Sequence[str],
+    types: Sequence[str] = (),
+    other_trusts: bool = False,
+    other_types: bool = False,
+) -> tuple[Iterator[Candidate], Iterator[Candidate]]:
+    """The listed memories of one class (trust one of `trusts`, or none of them with `other_trusts`; likewise
+    type and `types` when given) whose `updated` is the canon's form, in two runs each read lazily: updated up
+    to `now`, most recent first (then by id), and updated after it, by id. Ordered so: freshest first."""
+    cls = f"m.trust {'NOT ' if other_trusts else ''}IN ({','.join('?' * len(trusts))})"
+    if types:
+        cls += f" AND m.type {'NOT ' if other_types else ''}IN ({','.join('?' * len(types))})"
+    where = f"WHERE m.state = 'active' AND {_LISTED} AND {cls} AND NOT {ODD_STAMP} "
+    params = [today, *trusts, *types, now]
+    past = _lazy(conn, _CANDIDATE + _WITH_HEAT + where + "AND m.updated <= ? ORDER BY m.updated DESC, m.id", params)
+    return past, _lazy(conn, _CANDIDATE + _WITH_HEAT + where + "AND m.updated > ? ORDER BY m.id", params)
+
+
+def _lazy(conn: sqlite3.Connection, sql: str, params: list[object]) -> Iterator[Candidate]:
+    """Rows as they are read; the statement is reset when the reader closes the iterator (or drops it)."""
+    cur = conn.cursor()
+    cur.row_factory = None
+    try:
+        yield from cur.execute(sql, params)
+    finally:
+        cur.close()
 
 
 # When a memory stopped being current by a supersede: the time recorded in its file, else its first successor's

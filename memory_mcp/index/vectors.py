@@ -166,3 +166,31 @@ def vectors_for(conn: sqlite3.Connection, provider: str, hashes: list[str]) -> d
         f"SELECT content_sha, vec FROM vectors WHERE provider = ? AND content_sha IN ({marks})", [provider, *hashes]
     )
     return {r[0]: r[1] for r in rows}
+
+
+def memory_vectors_signature(conn: sqlite3.Connection, provider: str) -> tuple[int, int, int]:
+    """(this provider's vectors, memories, the highest memory rowid): changes when a vector or a memory is added or
+    removed, so a copy of `memory_vectors` kept in memory knows when to read them again."""
+    ensure_table(conn)
+    vectors = conn.execute("SELECT count(*) FROM vectors WHERE provider = ?", (provider,)).fetchone()[0]
+    count, top = conn.execute("SELECT count(*), coalesce(max(rowid), 0) FROM memories").fetchone()
+    return int(vectors), int(count), int(top)
+
+
+def memory_vectors(conn: sqlite3.Connection, provider: str, dim: int) -> list[tuple[int, bytes]]:
+    """(memory rowid, packed vector) of every memory this provider has embedded."""
+    ensure_table(conn)
+    return [
+        (r[0], r[1])
+        for r in conn.execute(
+            "SELECT m.rowid, v.vec FROM memories m JOIN vectors v "
+            "ON v.content_sha = m.norm_hash AND v.provider = ? AND v.dim = ?",
+            (provider, dim),
+        )
+    ]
+
+
+def database_file(conn: sqlite3.Connection) -> str:
+    """The file of the connection's main database ('' in memory): what a cache of its contents is keyed by."""
+    row = conn.execute("PRAGMA database_list").fetchone()
+    return str(row[2] or "") if row else ""

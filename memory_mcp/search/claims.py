@@ -27,6 +27,7 @@ from dataclasses import dataclass
 from functools import lru_cache
 
 from ..domain import vocabulary as vocab
+from ..domain.added_text import without_added_text
 from ..domain.text import HANGUL, Term, fold, fold_case, stem
 from ..domain.text import words as split_words
 from .planner import STOPWORDS, terms_of
@@ -148,7 +149,9 @@ class Statement:
 
     @property
     def text(self) -> str:
-        return self.title if self.body.strip() in ("", self.title.strip()) else f"{self.title}\n{self.body}"
+        """Title and body, without the text an importer added (`domain/added_text.py`): never evidence."""
+        body = without_added_text(self.body)
+        return self.title if body.strip() in ("", self.title.strip()) else f"{self.title}\n{body}"
 
 
 @dataclass(frozen=True)
@@ -171,6 +174,8 @@ class Claim:
     entity_words: frozenset[str]
     masked: str  # the title with its values replaced by a placeholder (what an embedder compares)
     title_opening: tuple[str, ...] = ()  # the title's first three folded words (where its subject is written)
+    # every scope the body names, its title aside ("Staging DB host" whose body says production: issue 42)
+    body_scopes: frozenset[str] = frozenset()
 
     def value(self, key: str) -> frozenset[str]:
         return dict(self.values).get(key, frozenset())
@@ -424,6 +429,15 @@ def _values(text: str, entities: tuple[str, ...]) -> tuple[dict[str, set[str]], 
 CLAIM_CHARS = 20_000
 
 
+def _scopes_named(text: str) -> frozenset[str]:
+    found = set()
+    for t in terms_of(text):
+        scope = _lookup(_SCOPE, t.text) or _lookup(_SCOPE, t.stem)
+        if scope:
+            found.add(str(scope))
+    return frozenset(found)
+
+
 @lru_cache(maxsize=16384)
 def claim_of(s: Statement) -> Claim:
     text = s.text[:CLAIM_CHARS]
@@ -508,6 +522,7 @@ def claim_of(s: Statement) -> Claim:
         values=tuple(sorted((k, frozenset(v)) for k, v in keyed.items())),
         names=frozenset(names),
         scopes=frozenset(title_scopes or scopes),
+        body_scopes=_scopes_named(without_added_text(s.body)[:CLAIM_CHARS]),
         stances=tuple(sorted(stances)),
         negated=is_negated,
         cues=tuple(replacement_cues(text)),

@@ -27,8 +27,6 @@ import os
 import sqlite3
 import threading
 import time
-import urllib.error
-import urllib.request
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from pathlib import Path
@@ -159,6 +157,8 @@ class OllamaProvider:
         self._legacy = False  # the server only has /api/embeddings (one prompt per request)
 
     def _post(self, path: str, payload: dict[str, Any]) -> dict[str, Any]:
+        import urllib.request  # only an Ollama embedder needs HTTP (with ssl and email, ~20 ms to import)
+
         data = json.dumps(payload).encode("utf-8")
         req = urllib.request.Request(
             self.url + path, data=data, headers={"Content-Type": "application/json"}, method="POST"
@@ -169,6 +169,8 @@ class OllamaProvider:
             return json.loads(resp.read().decode("utf-8"))
 
     def embed(self, texts: list[str]) -> list[list[float]]:
+        import urllib.error
+
         texts = list(texts)
         try:
             if not self._legacy:

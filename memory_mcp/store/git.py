@@ -73,7 +73,7 @@ class Git:
         )
         self.seconds += time.perf_counter() - started
         if check and done.returncode != 0:
-            raise GitFailedError(f"git {args[0]} failed: {_tail(done.stderr or done.stdout)}")
+            raise GitFailedError(f"git {args[0]} failed: {git_message(done.stderr or done.stdout)}")
         return done
 
     def text(self, *args: str, check: bool = True, env: dict[str, str] | None = None) -> str:
@@ -108,9 +108,12 @@ class Git:
         return out
 
 
-def _tail(stderr: bytes) -> str:
-    lines = [line for line in stderr.decode("utf-8", "replace").splitlines() if line.strip()]
-    return " / ".join(lines[-3:]) or "no message"
+def git_message(stderr: bytes) -> str:
+    """What git said, on one line: its first `fatal:`/`error:` line (the cause, e.g. "does not appear to be a git
+    repository") and its last lines (the advice), blank lines dropped."""
+    lines = [line.strip() for line in stderr.decode("utf-8", "replace").splitlines() if line.strip()]
+    cause = [line for line in lines if line.startswith(("fatal:", "error:"))][:1]
+    return " / ".join(dict.fromkeys(cause + lines[-3:])) or "no message"
 
 
 def git_version(binary: str) -> tuple[int, int]:
@@ -159,4 +162,4 @@ def merge_lines(base: str, ours: str, theirs: str, binary: str | None = None) ->
         return done.stdout.decode("utf-8")
     if 0 < done.returncode < 128:
         return None  # that many clashing hunks
-    raise GitFailedError(f"git merge-file failed: {_tail(done.stderr)}")
+    raise GitFailedError(f"git merge-file failed: {git_message(done.stderr)}")

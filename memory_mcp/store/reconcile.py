@@ -20,6 +20,7 @@ from typing import NamedTuple
 
 from ..canon import files as canon
 from ..canon.dictionary import EntityDictionary
+from ..canon.merge import new_id_for
 from ..domain import provenance
 from ..domain.errors import ContainmentError
 from ..domain.models import ReconcileReport
@@ -37,6 +38,25 @@ BULK_REINDEX = 200
 # mtime tick with the same size; such an entry is recorded as "racy" (mtime 0) so the next pass
 # hashes it again instead of trusting the stat (the same trick git uses for its index).
 RACY_WINDOW_NS = 50_000_000
+
+
+@dataclass(frozen=True)
+class PassRules:
+    """What one reconcile pass may take as a hand edit, and whether it may write memory files.
+
+    `merged`: paths a sync's git merge just wrote, which are no person's hand edit (an archived memory whose text
+    the merge changed stays archived). `write=False` (reindex --verify): no memory file is written: no new id for
+    a copy, no reactivation; a duplicate id stays listed as one. A session's pass under other rules than
+    `EVERY_CALL` is always a full pass (a change watch's pass over named files follows every call's rules)."""
+
+    merged: frozenset[str] = frozenset()
+    write: bool = True
+
+    def reactivates(self, rel: str) -> bool:
+        return self.write and rel not in self.merged
+
+
+EVERY_CALL = PassRules()
 
 
 class DiskEntry(NamedTuple):
@@ -166,10 +186,15 @@ def reconcile(
     gate: StatGate | None = None,
     suspects: set[str] | frozenset[str] = frozenset(),
     progress: Callable[[int, int], None] | None = None,
+    owners_before: dict[str, str] | None = None,
+    rules: PassRules = EVERY_CALL,
 ) -> ReconcileReport:
     """One pass. `suspects` (paths a change watch saw written) are hashed even when their stat looks unchanged.
 
-    `progress(done, total)` hears how many of the scanned files have been looked at (reindex shows it)."""
+    `progress(done, total)` hears how many of the scanned files have been looked at (reindex shows it).
+    Two files with one id: the one that keeps it is the one the index held it at (`owners_before`, id -> path;
+    default: the ledger before this pass), then the older `created`, then the path; the other is given a new id
+    of its own, in its file (`_settle_duplicates`). `rules`: see `PassRules`."""
     started = time.perf_counter()
     gate = gate or StatGate(store)
     disk = gate.scan()
@@ -208,7 +233,8 @@ def reconcile(
                 continue
             if StatGate.unchanged(row, entry) and not retry and rel not in suspects:
                 continue
-            outcome = index_file(store, conn, dictionary, rel, known_sha=None if retry else _sha(row), hand=hand)
+            known_sha = None if retry else _sha(row)
+            outcome = index_file(store, conn, dictionary, rel, known_sha, hand, rules.reactivates(rel))
             report.hashed += outcome.hashed
             report.reindexed += outcome.reindexed
             report.removed += outcome.removed
@@ -221,14 +247,19 @@ def reconcile(
         owners = memory_ids(conn) if dupes else set()
         for row in dupes:
             if row.path in disk and _duplicate_owner_gone(row, owners):
-                outcome = index_file(store, conn, dictionary, row.path)
+                outcome = index_file(store, conn, dictionary, row.path, reactivate=rules.reactivates(row.path))
                 if outcome.memory_id:
                     owners.add(outcome.memory_id)
+        if dupes:
+            if owners_before is None:  # the ledger as this pass found it (only a duplicate needs it)
+                owners_before = {r.memory_id: r.path for r in known.values() if r.memory_id and not r.error}
+            report.renumbered = _settle_duplicates(store, conn, dictionary, owners_before, rules.write)
         step(len(disk), len(disk))
         if report.reindexed >= max(BULK_REINDEX, len(disk) // 10):
             ix.optimize_search(conn)
-        if digest and conn.total_changes == writes_before:
-            # this pass changed nothing: the same scan next time would not either
+        if digest and conn.total_changes == writes_before and not (dupes and ledger.has_duplicate_ids(conn)):
+            # this pass changed nothing: the same scan next time would not either (a duplicate left by a pass that
+            # could not write is settled by the next one that can)
             ledger.record_scan_digest(conn, digest)
     report.unparseable = ledger.unparseable_count(conn)
     report.seconds = round(time.perf_counter() - started, 6)
@@ -282,6 +313,70 @@ def reconcile_files(
     return report
 
 
+def _settle_duplicates(
+    store: Store, conn: sqlite3.Connection, dictionary: EntityDictionary, owners_before: dict[str, str], write: bool
+) -> list[str]:
+    """Every id held by two files or more: the file the index held it at keeps it, else the older `created`,
+    else the first path (never the order a scan met them in); each other file is given a new id in its own file
+    (a deterministic one: `canon.merge.new_id_for` of the id and the path, so replicas settling the same copy
+    write the same bytes). A file that cannot be written (read-only, changed since it was read) stays listed
+    as a duplicate, naming the file that keeps the id. Returns what was renumbered."""
+    groups: dict[str, list[str]] = {}
+    for row in ledger.duplicate_rows(conn):
+        if row.memory_id:
+            groups.setdefault(row.memory_id, []).append(row.path)
+    renumbered: list[str] = []
+    for mem_id, paths in groups.items():
+        owner = ix.memory_path(conn, mem_id)
+        if owner is None:
+            continue
+        claims = {rel: claim for rel in [owner, *paths] if (claim := _claim(store, rel, mem_id)) is not None}
+        if owner not in claims or len(claims) < 2:
+            continue
+        keep = min(claims, key=lambda rel: (owners_before.get(mem_id) != rel, claims[rel][1], rel))
+        moved = []
+        for rel in sorted(claims.keys() - {keep}):
+            new_id = _renumber(store, conn, rel, mem_id, claims[rel]) if write else None
+            if new_id is not None:
+                moved.append(rel)
+                renumbered.append(f"{rel}: {mem_id} stays with {keep}; this file is now {new_id}")
+        for rel in moved:  # under their new ids first: the id is then free for the file that keeps it
+            index_file(store, conn, dictionary, rel, reactivate=False)
+        if keep != owner:
+            if owner not in moved:
+                ix.drop_memory_at(conn, owner)
+            index_file(store, conn, dictionary, keep, reactivate=False)
+            if owner not in moved:  # recorded again, now as the duplicate of the file that keeps the id
+                index_file(store, conn, dictionary, owner, reactivate=False)
+    return renumbered
+
+
+def _claim(store: Store, rel: str, mem_id: str) -> tuple[bytes, str] | None:
+    """(bytes, created) of a file that still holds `mem_id`; None when it does not (changed, gone, unreadable)."""
+    try:
+        path = store.memory_file(rel)
+        data = path.read_bytes()
+        mem = canon.parse(data, Path(rel).stem, _iso_from_ns(path.stat().st_mtime_ns))
+    except (OSError, ContainmentError, canon.CanonError):
+        return None
+    return (data, mem.created) if mem.id == mem_id else None
+
+
+def _renumber(store: Store, conn: sqlite3.Connection, rel: str, mem_id: str, claim: tuple[bytes, str]) -> str | None:
+    """Give the file at `rel` a new id of its own (only the `id:` line changes); None when it cannot be written."""
+    data, created = claim
+    new_id = new_id_for(mem_id, rel.encode("utf-8"), created)
+    if ix.memory_path(conn, new_id) is not None:
+        return None
+    try:
+        canon.rewrite(
+            store.memory_file(rel), lambda meta: meta.__setitem__("id", new_id), expected_sha=canon.sha256_bytes(data)
+        )
+    except (OSError, ContainmentError, canon.CanonError):
+        return None
+    return new_id
+
+
 def _sha(row: ledger.FileRow | None) -> str | None:
     return row.sha256 if row is not None else None
 
@@ -314,9 +409,11 @@ def index_file(
     rel: str,
     known_sha: str | None = None,
     hand: _HandEdits | None = None,
+    reactivate: bool = True,
 ) -> FileOutcome:
     """Hash one file and, when its content is new, parse and index it (inside the caller's transaction).
-    `hand`: this pass may record a new file without an origin as a hand edit (see _HandEdits)."""
+    `hand`: this pass may record a new file without an origin as a hand edit (see _HandEdits). `reactivate`: an
+    archived memory whose body changed is a person using it again, and is rewritten as active."""
     outcome = FileOutcome()
     try:
         path = store.memory_file(rel)
@@ -367,7 +464,8 @@ def index_file(
         elif previous is None and hand is not None and mem.id not in hand.renamed:
             mem.origin = provenance.HAND.text
     if (
-        previous is not None
+        reactivate
+        and previous is not None
         and previous.state == State.ARCHIVED.value
         and mem.state is State.ARCHIVED
         and previous.body_sha != ix.body_sha(mem.body)

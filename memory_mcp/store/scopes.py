@@ -6,6 +6,7 @@ scope is the account store or a named sibling of it, so no other project's memor
 
 from __future__ import annotations
 
+import functools
 import threading
 from collections.abc import Callable, Iterator, Sequence
 from contextlib import AbstractContextManager, ExitStack, contextmanager
@@ -18,6 +19,7 @@ from ..domain.vocabulary import SCOPES
 from ..index import db as ix
 from .documents import DocumentSource
 from .paths import Store, open_store
+from .reconcile import PassRules
 from .session import StoreSession, index_report
 
 LOCAL, GLOBAL = SCOPES
@@ -113,9 +115,18 @@ class Scopes:
             return [self.session(GLOBAL, store)]
         return [self.session(name) for name in self.names]
 
-    def open(self, scope: str | None = None, store: str | None = None) -> AbstractContextManager[list[Opened]]:
-        """Every scope the call touches, each in its `StoreSession.transaction` (its store lock held)."""
+    def open(
+        self, scope: str | None = None, store: str | None = None, write: bool = True
+    ) -> AbstractContextManager[list[Opened]]:
+        """Every scope the call touches, each in its `StoreSession.transaction` (its store lock held);
+        `write=False`: its reconcile writes no memory file (reindex --verify)."""
+        if not write:
+            return self._entered(scope, store, lambda s: s.transaction(rules=PassRules(write=False)))
         return self._entered(scope, store, StoreSession.transaction)
+
+    def rebuilding(self, scope: str | None = None, store: str | None = None) -> AbstractContextManager[list[Opened]]:
+        """`open` for a call that rebuilds each index first: no reconcile-first pass (`StoreSession.transaction`)."""
+        return self._entered(scope, store, functools.partial(StoreSession.transaction, catch_up=False))
 
     def reading(self, scope: str | None = None, store: str | None = None) -> AbstractContextManager[list[Opened]]:
         """`open` for a call that only reads the indexes (`StoreSession.reading`): no store lock while it reads."""
@@ -160,6 +171,7 @@ def merged_report(opened: list[Opened]) -> IndexReport:
         for field in ("scanned", "hashed", "reindexed", "removed", "unparseable"):
             setattr(total, field, getattr(total, field) + getattr(r.reconcile, field))
         total.seconds += r.reconcile.seconds
+        total.renumbered += r.reconcile.renumbered
         if r.reconcile.index_in_memory:
             reason = f"{r.scopes[0].scope}: {r.reconcile.index_in_memory}"
             total.index_in_memory = f"{total.index_in_memory}; {reason}" if total.index_in_memory else reason

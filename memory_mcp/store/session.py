@@ -29,7 +29,7 @@ from .documents import DocumentSource, reconcile_documents
 from .fair_lock import FairLock
 from .lock import StoreLock
 from .paths import Store
-from .reconcile import StatGate, index_file, reconcile, reconcile_files
+from .reconcile import EVERY_CALL, PassRules, StatGate, index_file, reconcile, reconcile_files
 from .watch import CanonWatch
 
 # SQLite errors that mean "wait", not "this index is damaged or unusable"
@@ -200,18 +200,7 @@ class StoreSession:
         self._db_inode, self._db_stamp = None, None
         self.index_in_memory = f"{why}: answering from an in-memory index rebuilt from the Markdown files"
         self._pending_rebuild_reason = self.index_in_memory
-        self._index_dir_probe = self._probe_index_dir()
-
-    def _probe_index_dir(self) -> tuple:
-        # what would make the file usable again: permissions or owner of .index/ or the file, a new file
-        out: list[object] = []
-        for p in (self.store.index_dir, self.store.db_path):
-            try:
-                st = p.stat()
-                out.append((st.st_mode, st.st_uid, st.st_ino))
-            except OSError:
-                out.append(None)
-        return tuple(out)
+        self._index_dir_probe = _probe_index_dir(self.store)
 
     def _open_file(self) -> None:
         path = self.store.db_path
@@ -252,7 +241,7 @@ class StoreSession:
 
     def _check_connection(self) -> None:
         if self._conn is not None and self.index_in_memory is not None:
-            probe = self._probe_index_dir()
+            probe = _probe_index_dir(self.store)
             if probe != self._index_dir_probe:
                 self._index_dir_probe = probe
                 self._retry_file()
@@ -321,9 +310,15 @@ class StoreSession:
     # ------------------------------------------------------------ the reconcile-first rule
 
     @contextmanager
-    def transaction(self) -> Iterator[ReconcileReport]:
+    def transaction(self, catch_up: bool = True, rules: PassRules = EVERY_CALL) -> Iterator[ReconcileReport]:
+        """The store lock held, the reconcile-first pass done by `rules` (a sync's, a verify's; `catch_up=False`:
+        not, when `rebuild()` comes next)."""
         with exclusive(self):
-            report = self._catch_up()
+            if catch_up:
+                report = self._catch_up(rules=rules)
+            else:  # the rebuild would only do it again (on an index missing or empty, the whole store twice)
+                self._check_connection()
+                report = ReconcileReport(scan="none")
             damaged = False
             try:
                 yield report
@@ -376,10 +371,10 @@ class StoreSession:
             and self._quiet_baseline.holds(self._conn)  # no other process's commit since the last pass
         )
 
-    def _catch_up(self, reading: bool = False) -> ReconcileReport:
+    def _catch_up(self, reading: bool = False, rules: PassRules = EVERY_CALL) -> ReconcileReport:
         """The start of every call, the store lock held: reconcile, then write the recalls counted since (a
         recall only when they are due: `RecallCounts`)."""
-        report = self._reconcile_first()
+        report = self._reconcile_first(rules)
         self._reconcile_documents()
         if not reading or self.recalls.due():
             self.recalls.write(self.conn)
@@ -393,13 +388,13 @@ class StoreSession:
             # integrity check while nothing else touches it (written only when it changed)
             self._recorded = ix.record_sound(self.store.db_path, self._recorded)
 
-    def _reconcile_first(self) -> ReconcileReport:
+    def _reconcile_first(self, rules: PassRules = EVERY_CALL) -> ReconcileReport:
         for attempt in (1, 2):
             self._check_connection()
             try:
                 dictionary_changed = self._load_dictionary()
                 changes = self._watch.poll()
-                trusted = changes is not None and changes.complete and not dictionary_changed
+                trusted = changes is not None and changes.complete and not dictionary_changed and rules == EVERY_CALL
                 rechecks = self._rechecks() if trusted else None
                 if changes is not None and rechecks is not None:
                     named = changes.files | {self.store.root / rel for rel in rechecks}
@@ -411,7 +406,7 @@ class StoreSession:
                 self._quiet_baseline = None
                 data_version = ix.data_version(self.conn)
                 suspects = {self.store.relative(p) for p in changes.files} if changes else set()
-                report = reconcile(self.store, self.conn, self.dictionary, self._gate, suspects)
+                report = reconcile(self.store, self.conn, self.dictionary, self._gate, suspects, rules=rules)
                 if self._pending_rebuild_reason:
                     report.rebuilt, report.rebuild_reason = True, self._pending_rebuild_reason
                     self._pending_rebuild_reason = None
@@ -495,14 +490,15 @@ class StoreSession:
                 index_file(self.store, self.conn, self.dictionary, rel)
 
     def rebuild(
-        self, progress: Callable[[int, int], None] | None = None
+        self, progress: Callable[[int, int], None] | None = None, rules: PassRules = EVERY_CALL
     ) -> tuple[ReconcileReport, dict[str, tuple[int, str]]]:
-        """Drop the index file and rebuild it from canon; recall counts are carried over when readable.
-
-        `progress(done, total)` hears how many files have been indexed so far."""
+        """Drop the index file and rebuild it from canon; recall counts and which file holds each id are carried
+        over when readable. `progress(done, total)` hears how many files are indexed; `rules`: `PassRules`."""
         heat: dict[str, tuple[int, str]] = {}
+        self.recalls.write(self.conn)  # counted since the last call: carried over with the rest
+        owners: dict[str, str] | None = None
         try:
-            heat = ix.all_heat(self.conn)
+            heat, owners = ix.all_heat(self.conn), ledger.id_holders(self.conn)
         except sqlite3.DatabaseError:
             pass
         # embeddings are keyed by content hash: unchanged text keeps its vector, so a rebuild re-embeds nothing
@@ -519,7 +515,7 @@ class StoreSession:
         self._quiet_baseline = None
         self._dictionary.forget()
         self._load_dictionary()
-        report = reconcile(self.store, self.conn, self.dictionary, progress=progress)
+        report = reconcile(self.store, self.conn, self.dictionary, progress=progress, owners_before=owners, rules=rules)
         report.rebuilt, report.rebuild_reason = True, "memory_reindex"
         self._reconcile_documents()
         live = memory_ids(self.conn)
@@ -550,6 +546,18 @@ def index_report(s: StoreSession, report: ReconcileReport) -> IndexReport:
         unresolved_conflicts_total=conflict_table.open_count(s.conn),
         documents=s.last_documents if s.sources or s.last_documents.removed else None,
     )
+
+
+def _probe_index_dir(store: Store) -> tuple:
+    # what would make the file usable again: permissions or owner of .index/ or the file, a new file
+    out: list[object] = []
+    for p in (store.index_dir, store.db_path):
+        try:
+            st = p.stat()
+            out.append((st.st_mode, st.st_uid, st.st_ino))
+        except OSError:
+            out.append(None)
+    return tuple(out)
 
 
 def _transient(exc: BaseException) -> bool:

@@ -10,6 +10,7 @@ ever keeps a conflict marker and no edit is lost. A failed merge is aborted: not
 
 from __future__ import annotations
 
+import glob
 import os
 import shlex
 import signal
@@ -34,6 +35,7 @@ from .git import (
     SyncInterrupted,
     check_version,
     git_binary,
+    git_message,
     merge_lines,
     work_tree_of,
 )
@@ -97,6 +99,8 @@ class SyncResult:
     sent: Changes = field(default_factory=Changes)
     received: Changes = field(default_factory=Changes)
     notes: list[str] = field(default_factory=list)  # surfaced merge decisions, kept edits, kept-both files
+    # memory files (store-relative) that git wrote into the work tree: no person's hand edit (`reconcile`'s merged)
+    arrived: list[str] = field(default_factory=list)
     setup: list[str] = field(default_factory=list)  # what set-up changed (attributes, driver config, init)
     pushed: bool = False
     push_attempts: int = 0
@@ -190,6 +194,9 @@ def sync(
     remote = options.remote
     remotes = git.text("remote").split()
     if options.init_url:
+        reached = git.run("ls-remote", "-q", options.init_url, check=False)
+        if reached.returncode != 0:  # before the remote is configured: a wrong URL leaves nothing behind
+            raise GitFailedError(f"sync --init: cannot use {options.init_url}: {git_message(reached.stderr)}")
         if remote in remotes:
             if git.text("remote", "get-url", remote) != options.init_url:
                 git.run("remote", "set-url", remote, options.init_url)
@@ -245,7 +252,7 @@ def sync(
                 not any(w in message for w in ("rejected", "fetch first", "non-fast-forward"))
                 or attempt == PUSH_ATTEMPTS
             ):
-                raise GitFailedError(f"git push failed: {' / '.join(message.strip().splitlines()[-3:])}")
+                raise GitFailedError(f"git push failed: {git_message(pushed.stderr)}")
     result.git_seconds = round(git.seconds, 4)
     result.seconds = round(time.perf_counter() - started, 4)
     return result
@@ -509,7 +516,7 @@ def _fetch(git: Git, remote: str, branch: str) -> str | None:
         message = done.stderr.decode("utf-8", "replace")
         if "couldn't find remote ref" in message:
             return None
-        raise GitFailedError(f"git fetch {remote} failed: {' / '.join(message.strip().splitlines()[-3:])}")
+        raise GitFailedError(f"git fetch {remote} failed: {git_message(done.stderr)}")
     return ref
 
 
@@ -519,6 +526,7 @@ def _merge(git: Git, remote_ref: str, paths: list[str], branch: str, result: Syn
         git.run("checkout", "-q", "-f", "-B", branch, remote_ref)
         listed = git.text("ls-tree", "-r", "--name-only", "HEAD", "--", *paths).splitlines()
         result.received = _describe(git, [("A", p) for p in listed], None, prefix, work_tree=False)
+        result.arrived += [p.removeprefix(prefix) for p in listed if _is_memory_path(p, prefix)]
         return
     if git.ok("merge-base", "--is-ancestor", remote_ref, "HEAD"):
         return  # we have everything
@@ -530,6 +538,7 @@ def _merge(git: Git, remote_ref: str, paths: list[str], branch: str, result: Syn
     else:
         _true_merge(git, remote_ref, prefix, result)
     entries = _name_status(git, ["diff"], paths, before, "HEAD")
+    result.arrived += [p.removeprefix(prefix) for s, p in entries if s != "D" and _is_memory_path(p, prefix)]
     got = _describe(git, entries, before, prefix, work_tree=False)
     for kind in ("added", "edited", "archived", "removed", "other"):
         getattr(result.received, kind).extend(getattr(got, kind))
@@ -592,13 +601,14 @@ def _merge_failure(stderr: str) -> str:
             "the reasons above: not parseable, a secret, or marked private); fix or move those files, then sync "
             "again. Nothing was merged"
         )
-    return " / ".join(lines[-3:]) or "no message"
+    return git_message(stderr.encode("utf-8"))
 
 
 def _finish_merge(git: Git, prefix: str, result: SyncResult, held: set[str], title: str) -> list[str]:
     """Settle every unmerged path, stage what a resumed merge's work tree gained since, and commit the merge.
     Returns the copies it added beside the merged files."""
-    extra = _resolve_unmerged(git, prefix, result, held)
+    extra = _follow_renames(git, "MERGE_HEAD", prefix, result, held)
+    extra += _resolve_unmerged(git, prefix, result, held)
     present = [p for p in dict.fromkeys(extra) if (git.root / p).exists()]
     if present:
         git.with_paths(["add", "-f"], present)
@@ -662,62 +672,92 @@ def _listed(git: Git, prefix: str, *which: str) -> set[str]:
     return {p.decode("utf-8") for p in out.split(b"\0") if p}
 
 
-def _resolve_unmerged(git: Git, prefix: str, result: SyncResult, held: set[str]) -> list[str]:
-    """Settle every path git left unmerged without writing a marker; returns files added beside them.
-
-    A memory file or dictionary.md changed on both sides goes through the memory-aware merge (`canon/merge.py`,
-    the same code the git driver runs) here, in this process; should it fail, both versions are kept. A copy it
-    adds takes a name this side did not hold (`held`); when the other side already sent that same copy (the
-    clash was settled there first), it is not written twice."""
-    out = git.run("ls-files", "-u", "-z").stdout.split(b"\0")
+def _unmerged(git: Git) -> dict[str, dict[int, str]]:
+    """Every path git left unmerged: its stages (1 base, 2 ours, 3 theirs) and their blobs' ids."""
     stages: dict[str, dict[int, str]] = {}
-    for entry in out:
+    for entry in git.run("ls-files", "-u", "-z").stdout.split(b"\0"):
         if not entry:
             continue
         info, _, path = entry.decode("utf-8").partition("\t")
         _mode, sha, stage = info.split()
         stages.setdefault(path, {})[int(stage)] = sha
+    return stages
+
+
+def _merge_memory_file(
+    git: Git,
+    path: str,
+    sides: tuple[bytes | None, bytes, bytes],
+    result: SyncResult,
+    held: set[str],
+    dictionary: bool = False,
+) -> list[str]:
+    """The memory-aware merge (`canon/merge.py`, the code the git driver runs) of one memory file or
+    dictionary.md, written at `path` with the copies it adds beside it (a name this side did not hold, `held`);
+    should it fail, both versions are kept. Returns the copies' paths."""
+    base, ours, theirs = sides
+    full = git.root / path
+    folder, parent = full.parent, PurePosixPath(path).parent
+    taken = lambda n: (parent / n).as_posix() in held  # noqa: E731
+    notes = result.notes
+    started = time.perf_counter()
+    try:
+        if dictionary:
+            outcome = merge.merge_dictionary(base, ours, theirs, merge_lines)
+        else:
+            outcome = merge.merge_memory(base, ours, theirs, merge_lines, name_taken=taken)
+        notes += outcome.notes
+    except Exception as exc:  # like the driver: no failure may leave the merge stuck or lose a side
+        outcome = merge.keep_both(ours, theirs, name_taken=taken)
+        notes += [f"{path}: the memory-aware merge failed ({type(exc).__name__}: {exc}); kept both versions"]
+        notes += outcome.notes
+    result.memory_merges += 1
+    result.merge_seconds += time.perf_counter() - started
+    canon.atomic_write(full, outcome.data)
+    added: list[str] = []
+    for file in outcome.extra:
+        rel = (parent / file.name).as_posix()
+        target = folder / file.name
+        if target.exists() and merge.same_copy(target.read_bytes(), file.data):
+            notes.append(f"{rel}: the other side already holds this copy")
+            continue
+        if target.exists():  # another file under the name: the copy takes a free one
+            name = merge.free_name(file.name.removesuffix(".md"), lambda n, f=folder: os.path.lexists(f / n))
+            target, rel = folder / name, (parent / name).as_posix()
+        canon.atomic_write(target, file.data)
+        added.append(rel)
+    return added
+
+
+def _resolve_unmerged(git: Git, prefix: str, result: SyncResult, held: set[str]) -> list[str]:
+    """Settle every path git left unmerged without writing a marker; returns files added beside them.
+
+    A memory file or dictionary.md changed on both sides goes through the memory-aware merge here, in this
+    process (`_merge_memory_file`); when the other side already sent a copy it adds (the clash was settled there
+    first), it is not written twice."""
+    stages = _unmerged(git)
     added: list[str] = []
     notes = result.notes
     data = git.blobs([sha for have in stages.values() for sha in have.values()])  # one `cat-file --batch`
     for path, have in stages.items():
         full = git.root / path
         blobs = {n: data[sha] or b"" for n, sha in have.items()}
-        if 2 in blobs and full.is_file():
-            # this side's version is the work tree's: git left it there, and after an interrupted sync it also
-            # holds what a server wrote since (a person's half-done `git pull` leaves markers: then the stage)
-            mine = full.read_bytes()
-            if not any(line.startswith((b"<<<<<<< ", b">>>>>>> ")) for line in mine.splitlines()):
-                blobs[2] = mine
+        if _is_memory_path(path, prefix) and full.is_file() and is_local_only(full.read_bytes()):
+            # private here (this machine stopped sharing it), changed on the other side: the shared version goes
+            # on in git as the other side left it, and this machine's private file is never written over
+            shared = have.get(3) or have[min(have)]
+            git.run("update-index", "--cacheinfo", f"100644,{shared},{path}")
+            for stray in full.parent.glob(f"{glob.escape(full.name)}~*"):  # where git put theirs beside it
+                stray.unlink()
+            notes.append(f"{path}: private here (sync: local) and changed on the other machine; their version stays "
+                         "shared, this machine keeps its private one")  # fmt: skip
+            continue
+        if 2 in blobs:
+            blobs[2] = _this_side(full, blobs[2])
         memoryish = _is_memory_path(path, prefix) or path == prefix + "dictionary.md"
         if 2 in blobs and 3 in blobs and memoryish:
-            folder, parent = full.parent, PurePosixPath(path).parent
-            taken = lambda n, parent=parent: (parent / n).as_posix() in held  # noqa: E731
-            started = time.perf_counter()
-            try:
-                if path == prefix + "dictionary.md":
-                    outcome = merge.merge_dictionary(blobs.get(1), blobs[2], blobs[3], merge_lines)
-                else:
-                    outcome = merge.merge_memory(blobs.get(1), blobs[2], blobs[3], merge_lines, name_taken=taken)
-                notes += outcome.notes
-            except Exception as exc:  # like the driver: no failure may leave the merge stuck or lose a side
-                outcome = merge.keep_both(blobs[2], blobs[3], name_taken=taken)
-                notes += [f"{path}: the memory-aware merge failed ({type(exc).__name__}: {exc}); kept both versions"]
-                notes += outcome.notes
-            result.memory_merges += 1
-            result.merge_seconds += time.perf_counter() - started
-            canon.atomic_write(full, outcome.data)
-            for file in outcome.extra:
-                rel = (parent / file.name).as_posix()
-                target = folder / file.name
-                if target.exists() and merge.same_copy(target.read_bytes(), file.data):
-                    notes.append(f"{rel}: the other side already holds this copy")
-                    continue
-                if target.exists():  # another file under the name: the copy takes a free one
-                    name = merge.free_name(file.name.removesuffix(".md"), lambda n, f=folder: os.path.lexists(f / n))
-                    target, rel = folder / name, (parent / name).as_posix()
-                canon.atomic_write(target, file.data)
-                added.append(rel)
+            sides = (blobs.get(1), blobs[2], blobs[3])
+            added += _merge_memory_file(git, path, sides, result, held, dictionary=path == prefix + "dictionary.md")
         elif 2 in blobs and 3 in blobs:
             canon.atomic_write(full, blobs[2])
             notes.append(f"{path}: changed on both machines; kept this machine's version (the other is in git history)")
@@ -728,6 +768,90 @@ def _resolve_unmerged(git: Git, prefix: str, result: SyncResult, held: set[str])
             notes.append(f"{path}: edited {where} and deleted on the other side; the edit was kept")
         git.run("add", "-f", "--", path)
     return added
+
+
+def _this_side(full: Path, staged: bytes | None) -> bytes | None:
+    """This side's version of a file in a merge: the work tree's (git left it there, and after an interrupted sync
+    it also holds what a server wrote since), unless it is missing or holds markers (a person's half-done `git
+    pull`): then the staged one."""
+    if not full.is_file():
+        return staged
+    mine = full.read_bytes()
+    if any(line.startswith((b"<<<<<<< ", b">>>>>>> ")) for line in mine.splitlines()):
+        return staged
+    return mine
+
+
+def _follow_renames(git: Git, remote_ref: str, prefix: str, result: SyncResult, held: set[str]) -> list[str]:
+    """A memory file renamed by hand on one side, and changed under its old name (or renamed to another name) on
+    the other, ends as ONE file at the new name holding both sides' changes; returns copies added beside it.
+
+    git merges with rename detection off (a memory's identity is its id, not its text: similar texts are no
+    rename), so the renames are found by id: on one side since the merge base, a memory file deleted while a
+    file holding the same id was added. The old file (base) and both sides' versions then go through the
+    memory-aware merge, written at the new name (of two new names, the first in path order); the old name goes."""
+    bases = git.text("merge-base", "HEAD", remote_ref, check=False).split()
+    if not bases:
+        return []
+    base, sides = bases[0], ("HEAD", remote_ref)
+    renamed = {side: _renames(git, base, side, prefix) for side in sides}
+    if not any(renamed.values()):
+        return []
+    stages = _unmerged(git)
+    added: list[str] = []
+    for x, y in (sides, sides[::-1]):
+        for old, new in renamed[x].items():
+            other_new = renamed[y].get(old)
+            have = stages.get(old, {})
+            their_stage = 3 if x == "HEAD" else 2
+            if other_new is not None:  # renamed on both sides: to one name, git already merged it as add/add
+                if other_new == new or x != "HEAD":
+                    continue
+                ours_path, theirs_path = new, other_new
+                blobs = git.blobs([f"{base}:{old}", f"HEAD:{new}", f"{remote_ref}:{other_new}"])
+                base_data, ours, theirs = (
+                    blobs[f"{base}:{old}"],
+                    blobs[f"HEAD:{new}"],
+                    blobs[f"{remote_ref}:{other_new}"],
+                )
+                target, drop = min(ours_path, theirs_path), max(ours_path, theirs_path)
+                ours = _this_side(git.root / ours_path, ours)
+                if not git.ok("ls-files", "--error-unmatch", "--", drop):
+                    continue  # settled already (a resumed merge)
+            elif their_stage in have and 1 in have and new not in stages:  # changed under the old name there
+                blobs = git.blobs([have[1], have[their_stage], f"{x}:{new}"])
+                base_data, changed, moved = blobs[have[1]], blobs[have[their_stage]], blobs[f"{x}:{new}"]
+                ours, theirs = (moved, changed) if x == "HEAD" else (changed, moved)
+                ours = _this_side(git.root / (new if x == "HEAD" else old), ours)
+                target, drop = new, old
+            else:
+                continue
+            if ours is None or theirs is None:
+                continue
+            added += _merge_memory_file(git, target, (base_data, ours, theirs), result, held)
+            git.run("rm", "-q", "-f", "--cached", "--ignore-unmatch", "--", drop)
+            (git.root / drop).unlink(missing_ok=True)
+            git.run("add", "-f", "--", target)
+            result.notes.append(
+                f"{old.removeprefix(prefix)} was renamed to {target.removeprefix(prefix)} on one machine and changed on "
+                "the other: the change follows the rename (one file)"
+            )
+    return added
+
+
+def _renames(git: Git, base: str, side: str, prefix: str) -> dict[str, str]:
+    """old path -> new path of the memory files `side` renamed since `base`: same id, deleted here, added there."""
+    entries = _name_status(git, ["diff"], [prefix + "memories"], base, side)
+    gone = [p for s, p in entries if s == "D" and _is_memory_path(p, prefix)]
+    new = [p for s, p in entries if s == "A" and _is_memory_path(p, prefix)]
+    if not gone or not new:
+        return {}
+    blobs = git.blobs([f"{base}:{p}" for p in gone] + [f"{side}:{p}" for p in new])
+    by_id: dict[str, str] = {}
+    for path in new:
+        by_id.setdefault(merge.id_of(blobs[f"{side}:{path}"] or b""), path)
+    by_id.pop("", None)
+    return {p: by_id[i] for p in gone if (i := merge.id_of(blobs[f"{base}:{p}"] or b"")) in by_id}
 
 
 def _check_outgoing(git: Git, prefix: str, remote: str, remote_ref: str | None, checks: ShareChecks) -> None:

@@ -37,6 +37,7 @@ MAX_LISTED = 5  # conflicts and reviews shown (the total is always said)
 FRESH_DAYS = 30.0  # a memory updated this many days ago counts half as fresh
 HOT_RECALLS = 10  # recalls at which heat counts as much as being brand new
 FIRST_TIER = {"preference", "decision"}
+MIN_LINE_BYTES = 17  # the shortest memory line and its newline: "- **" title "** (" type "): " excerpt " `" path "`"
 NO_STORE = "No memories yet: remember durable facts, preferences and decisions as they come up."
 
 
@@ -57,7 +58,8 @@ class ScopeContext:
 
     scope: str
     handoff: ix.IndexedMemory | None
-    memories: list[Important]
+    memories: list[Important]  # the first of them, as many as the budget could show
+    memories_total: int
     conflicts: list[ConflictSummary]
     conflicts_total: int
     reviews: list[ReviewDue] = field(default_factory=list)
@@ -94,37 +96,62 @@ def _age_days(stamp: str, now: datetime) -> float:
 
 
 def important_memories(
-    conn: sqlite3.Connection, scope: str, now: datetime | None = None, me: str | None = None
-) -> list[Important]:
-    """Every active memory but the handoff and those past their `valid_until`, most important first."""
+    conn: sqlite3.Connection, scope: str, budget: int, now: datetime | None = None, me: str | None = None
+) -> tuple[list[Important], int]:
+    """The active memories but the handoff and those past their `valid_until`, most important first: as many as
+    `budget` bytes could show, and how many there are. Read from the index in an order that puts them first, not
+    every memory: within a tier, the rank is freshness (falls with age) plus heat (recalled ones only), so of the
+    memories never recalled and dated as the canon writes it, each class of tiers (`CLASSES`) is read freshest
+    first until its best tier has as many as the budget could show: any later one has that many before it."""
     now = now or datetime.now(UTC)
     today = now.astimezone().date().isoformat()
-    mems = [
-        m
-        for m in ix.all_memories(conn)
-        if m.state == "active" and m.type != "handoff" and (m.valid_until is None or m.valid_until >= today)
-    ]
-    heat = ix.heat_of(conn, [m.id for m in mems])
-    out = []
-    for m in mems:
-        freshness = 1.0 / (1.0 + _age_days(m.updated, now) / FRESH_DAYS)
-        recalls = heat.get(m.id, (0, ""))[0]
+    most = budget // MIN_LINE_BYTES + 1  # lines the budget could hold, whatever tier they come from
+    stamp = now.replace(microsecond=0).isoformat().replace("+00:00", "Z")
+    ranked: dict[str, tuple[int, float, int]] = {}
+
+    def rank(row: reads.Candidate) -> int:
+        rowid, mem_id, kind, trust, origin, updated, recalls = row
+        freshness = 1.0 / (1.0 + _age_days(updated, now) / FRESH_DAYS)
         hot = min(1.0, math.log1p(recalls) / math.log1p(HOT_RECALLS))
-        tier = _tier(m, me)
-        out.append(Important(m, scope, tier, freshness + hot))
-    out.sort(key=lambda i: (i.tier, -i.weight, i.memory.id))
-    return out
+        tier = _tier(kind, trust, origin, me)
+        ranked[mem_id] = (tier, freshness + hot, rowid)
+        return tier
+
+    for row in reads.listed_unordered(conn, today):
+        rank(row)
+    for best, trusts, types, other_trusts, other_types in CLASSES:
+        for run in reads.listed_freshest(conn, today, stamp, trusts, types, other_trusts, other_types):
+            taken = 0
+            for row in run:
+                taken += rank(row) == best
+                if taken >= most:
+                    break
+            run.close()
+    first = sorted(ranked.items(), key=lambda kv: (kv[1][0], -kv[1][1], kv[0]))[:most]
+    memories = ix.memories_by_rowid(conn, [rowid for _, (_, _, rowid) in first])
+    out = [Important(memories[rowid], scope, tier, weight) for _, (tier, weight, rowid) in first]
+    return out, reads.listed_count(conn, today)
 
 
-def _tier(m: ix.IndexedMemory, me: str | None = None) -> int:
+def _tier(kind: str, trust: str, origin: str | None, me: str | None = None) -> int:
     """0: what a person confirmed; 1: a preference or decision this user stated (not one a sync brought from a
     teammate: theirs is seen before it is trusted); 2: anything else this user stated (issue 45: "my name is
     Sam" is what the user stated, not merely worth knowing); 3: everything else."""
-    if m.trust == "confirmed":
+    if trust == "confirmed":
         return 0
-    if m.trust == "user-stated" and not provenance.from_teammate(m.origin, me):
-        return 1 if m.type in FIRST_TIER else 2
+    if trust == "user-stated" and not provenance.from_teammate(origin, me):
+        return 1 if kind in FIRST_TIER else 2
     return 3
+
+
+# the classes `important_memories` reads apart, each by the tier it counts (the best its memories can have; a
+# teammate's, brought by sync, are tier 3 in any class): (tier, trusts, types, other trusts, other types)
+CLASSES = (
+    (0, ("confirmed",), (), False, False),
+    (1, ("user-stated",), tuple(sorted(FIRST_TIER)), False, False),
+    (2, ("user-stated",), tuple(sorted(FIRST_TIER)), False, True),
+    (3, ("confirmed", "user-stated"), (), True, False),
+)
 
 
 SECTIONS = ("## What the user confirmed", "## What the user stated", "## What the user stated", "## Also worth knowing")
@@ -185,8 +212,9 @@ def build_context(parts: list[ScopeContext], budget: int = DEFAULT_BUDGET) -> Co
 
     mine = {p.scope: p.me for p in parts}
     ranked = sorted((i for p in parts for i in p.memories), key=lambda i: (i.tier, -i.weight, i.memory.id))
+    total = sum(p.memories_total for p in parts)
     # room for the memories: the budget minus the head, the tail and the closing line
-    closing = f"_{len(ranked)} more active memories: memory_recall finds them._"
+    closing = f"_{total} more active memories: memory_recall finds them._"
     room = budget - _size(head) - _size(tail) - _size(["", closing])
     body: list[str] = []
     shown = 0
@@ -202,7 +230,7 @@ def build_context(parts: list[ScopeContext], budget: int = DEFAULT_BUDGET) -> Co
         body += lines
         section = title
         shown += 1
-    left_out = len(ranked) - shown
+    left_out = total - shown
     text_lines = head + body + tail
     if left_out:
         text_lines += ["", f"_{left_out} more active memories: memory_recall finds them._"]
@@ -239,11 +267,13 @@ def context(
             conn = o.session.conn
             came = arrivals.load(o.session.store)
             me = came.me if came is not None else None
+            memories, total = important_memories(conn, o.scope, budget, me=me)
             parts.append(
                 ScopeContext(
                     scope=o.scope,
                     handoff=current_handoff(conn),
-                    memories=important_memories(conn, o.scope, me=me),
+                    memories=memories,
+                    memories_total=total,
                     conflicts=conflict_table.open_summaries(o.session.conn, o.scope, 10),
                     conflicts_total=conflict_table.open_count(o.session.conn),
                     reviews=reviews_due(conn),

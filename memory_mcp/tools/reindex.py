@@ -26,7 +26,7 @@ from ..search.conflicts import (
     StalePair,
     stale_open_pairs,
 )
-from ..store.reconcile import StatGate
+from ..store.reconcile import PassRules, StatGate
 from ..store.session import StoreSession
 from .state import ServiceState
 
@@ -40,6 +40,8 @@ def reindex(
 ) -> ReindexAnswer:
     """Rebuild every scope's index (or the one named); with verify, report mismatches first.
 
+    With verify, no memory file is written: the stale conflicts a reindex would close are reported, not closed,
+    and a copy's duplicate id is a finding, not renumbered (replicas that sync stay byte-identical).
     `progress` hears how far the rebuild ("index", per file) and the embedding ("embed") are."""
     started = time.perf_counter()
     files = memories = 0
@@ -47,12 +49,15 @@ def reindex(
     mismatches: list[Mismatch] = []
     auto_closed: list[AutoClosedConflict] = []
     not_saved: list[str] = []
-    with svc.scopes.open(scope, store) as opened:
+    # verify compares the files with the index as the reconcile-first pass leaves it (a pass that writes no memory
+    # file); without it, that pass would only index what the rebuild indexes again
+    with svc.scopes.open(scope, store, write=False) if verify else svc.scopes.rebuilding(scope, store) as opened:
         for o in opened:
             s = o.session
             mismatches += [m.model_copy(update={"scope": o.scope}) for m in (_verify(s) if verify else [])]
-            report, _ = s.rebuild(stage_reporter(progress, "index", o.scope))
-            auto_closed += [c.model_copy(update={"scope": o.scope}) for c in _close_stale_conflicts(svc, s)]
+            report, _ = s.rebuild(stage_reporter(progress, "index", o.scope), PassRules(write=not verify))
+            closing = _close_stale_conflicts(svc, s, write=not verify)
+            auto_closed += [c.model_copy(update={"scope": o.scope}) for c in closing]
             files += report.scanned
             memories += reads.memory_count(s.conn)
             unparseable += [u.model_copy(update={"scope": o.scope}) for u in unparseable_files(s.conn)]
@@ -76,13 +81,16 @@ def reindex(
     return answer
 
 
-def _close_stale_conflicts(svc: ServiceState, s: StoreSession) -> list[AutoClosedConflict]:
+def _close_stale_conflicts(svc: ServiceState, s: StoreSession, write: bool = True) -> list[AutoClosedConflict]:
     """Resolve, in the holder's file, open pairs an earlier gate recorded that today's gate rejects.
 
     The entry becomes `status: resolved`, `resolution: auto-closed`, with the gate's reasons as the
     note, so the file says why. A file edited since it was indexed is left for the next reindex.
+    `write=False` (verify): the pairs it would close, nothing written.
     """
     stale = stale_open_pairs(s.conn, svc.limits.near_text_similarity)
+    if not write:
+        return [_closed(p) for p in stale]
     by_holder: dict[str, list[StalePair]] = defaultdict(list)
     for pair in stale:
         by_holder[pair.holder.path].append(pair)
@@ -105,13 +113,14 @@ def _close_stale_conflicts(svc: ServiceState, s: StoreSession) -> list[AutoClose
         except (canon.CanonError, KeyError):
             continue  # changed by hand since the rebuild read it: the next reindex looks again
         written.append(path)
-        closed += [
-            AutoClosedConflict(pair_hash=p.pair_hash, recorded_in=p.holder.id, other_id=p.other_id, reasons=p.reasons)
-            for p in pairs
-        ]
+        closed += [_closed(p) for p in pairs]
     if written:
         s.write_files(written)
     return closed
+
+
+def _closed(p: StalePair) -> AutoClosedConflict:
+    return AutoClosedConflict(pair_hash=p.pair_hash, recorded_in=p.holder.id, other_id=p.other_id, reasons=p.reasons)
 
 
 def embed_pending(
@@ -167,6 +176,9 @@ def _verify(s: StoreSession) -> list[Mismatch]:
     indexed_paths = reads.memory_paths(conn)
     for rel in sorted(indexed_paths - disk.keys() - files.keys()):
         out.append(Mismatch(path=rel, id=None, problem="memory row without a file"))
+    for row in files.values():  # a copy holding another file's id: the next call gives it an id of its own
+        if row.error and row.error.startswith("duplicate id") and row.path in disk:
+            out.append(Mismatch(path=row.path, id=row.memory_id, problem=row.error))
     for rel in sorted(disk):
         if disk[rel].problem:
             continue

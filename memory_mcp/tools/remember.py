@@ -17,9 +17,8 @@ from ..domain.secrets import refuse_secrets
 from ..domain.vocabulary import MemoryType, State
 from ..index import db as ix
 from ..index import reads
-from ..search.conflicts import (
-    find_neighbours,
-)
+from ..search.conflict_candidates import semantic_nearest
+from ..search.conflicts import find_neighbours
 from ..store.paths import Store
 from ..store.session import index_report
 from .arguments import check_follows, check_values, enum_arg, trust_arg
@@ -101,10 +100,11 @@ def remember(
             max_conflicts=svc.limits.max_conflicts,
             max_related=svc.limits.max_related,
             embed=svc.semantic.embed if svc.semantic.available() else None,
+            nearest=semantic_nearest(conn, svc.semantic) if svc.semantic.available() else None,
         )
         handoff = mem_type is MemoryType.HANDOFF
         neighbours = [n for n in found.conflicts if n.id not in supersedes and not handoff]
-        related = [r for r in found.related if r.id not in supersedes and not handoff]
+        listed = [n for n in found.listed if n.id not in supersedes and not handoff]
         fields: dict[str, Any] = {
             "id": new_id,
             "type": mem_type.value,
@@ -139,7 +139,7 @@ def remember(
             superseded=[o.id for o in olds],
             message=f"replaced the previous handoff {', '.join(replaced_handoff)}" if replaced_handoff else "",
             conflicts=neighbours,
-            related=related,
+            listed=listed,
             index=index_report(s, report),
         )
 

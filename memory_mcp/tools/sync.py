@@ -8,6 +8,7 @@ from dataclasses import asdict
 from ..domain.models import GitSetupAnswer, SyncAnswer, SyncChanges
 from ..store import arrivals
 from ..store import sync as git_sync
+from ..store.reconcile import PassRules
 from ..store.session import exclusive, index_report
 from .state import ServiceState
 
@@ -25,7 +26,8 @@ def sync(
     started = time.perf_counter()
     with exclusive(s):  # a teammate's new memory names its author before it is indexed
         came = arrivals.receive(s.store, before)
-    with s.transaction() as report:
+    # what the merge wrote is no hand edit: an archived memory whose text a merge changed stays archived
+    with s.transaction(rules=PassRules(merged=frozenset(result.arrived))) as report:
         index = index_report(s, report)
     reindex_seconds = round(time.perf_counter() - started, 4)
     if git_sync.pending_changes(s.store.root):
@@ -37,7 +39,7 @@ def sync(
                               hold=lambda: exclusive(s))  # fmt: skip
         with exclusive(s):
             came = arrivals.receive(s.store, before, also=came)
-        with s.transaction() as report:
+        with s.transaction(rules=PassRules(merged=frozenset(again.arrived))) as report:
             index = index_report(s, report)
         _fold(result, again)
     return SyncAnswer(

@@ -281,13 +281,22 @@ def _resolve(
     now: str,
 ) -> tuple[list[tuple[str, str]], str]:
     pair, resolution, winner, note = request.pair_hash, request.resolution, request.winner, request.note
-    if not pair:
+    if not pair and not request.other_id:
         raise InputError(
-            "pair_hash: op=resolve_conflict needs `pair_hash`, the conflict's (as remember or status give it)"
+            "pair_hash: op=resolve_conflict needs `pair_hash`, the conflict's (as remember or status give it), "
+            "or `other_id`, the other memory of a pair remember listed"
         )
     if resolution is None:
         raise InputError("resolution: op=resolve_conflict needs `resolution`: keep_both, or supersede with `winner`")
     word_arg(resolution, RESOLUTIONS, "resolution")
+    if request.other_id:
+        other = _named_memory(s, mem, "other_id", request.other_id, "", "a memory is no conflict of itself")
+        if pair and pair != ix.pair_hash(mem.id, other.id):
+            raise InputError(f"pair_hash: '{pair}' is not the pair of '{mem.id}' and '{other.id}'")
+        pair = ix.pair_hash(mem.id, other.id)
+        if reads.conflict_pair(s.conn, pair) is None:
+            return _settle_listed(svc, s, mem, other, request, now)
+        winner = winner or mem.id  # named by id and other_id: id is the memory that stays
     row = reads.conflict_pair(s.conn, pair)
     if row is None or mem.id not in (row[0], row[1]):
         raise NotFoundError(f"pair_hash: no conflict '{pair}' involving '{mem.id}'")
@@ -324,4 +333,37 @@ def _resolve(
     canon.rewrite(s.store.memory_file(holder.path), mutate)
     if holder.id not in {i for i, _ in changed}:
         changed.append((holder.id, holder.path))
+    return changed, message
+
+
+def _settle_listed(
+    svc: ServiceState, s: StoreSession, mem: ix.IndexedMemory, other: ix.IndexedMemory, request: UpdateRequest, now: str
+) -> tuple[list[tuple[str, str]], str]:
+    """A pair remember listed and did not write, settled: recorded as resolved in `mem`'s file (so the gate never
+    lists it again), and with supersede the loser archived. The winner defaults to `mem` (the new memory the
+    listing came with)."""
+    resolution, winner = request.resolution, request.winner or mem.id
+    changed: list[tuple[str, str]] = []
+    message = f"{mem.id} and {other.id}: {'not a conflict' if resolution == 'keep_both' else resolution}"
+    if resolution == "supersede":
+        if winner not in (mem.id, other.id):
+            raise InputError(f"winner: must be one of the pair ({mem.id}, {other.id})")
+        loser = other if winner == mem.id else mem
+        changed, sup_message = _supersede(svc, s, loser, winner, now)
+        message += f" ({sup_message})"
+    entry = {"with": other.id, "status": "resolved", "detected": now, "resolved": now}
+    entry["resolution"] = resolution if resolution != "supersede" else f"supersede: {winner} wins"
+    if request.note:
+        entry["note"] = request.note.strip()
+
+    def mutate(meta: dict) -> None:
+        current = meta.get("conflicts")
+        if isinstance(current, list):
+            current.append(entry)
+        else:
+            meta["conflicts"] = [entry]
+
+    canon.rewrite(s.store.memory_file(mem.path), mutate)
+    if mem.id not in {i for i, _ in changed}:
+        changed.append((mem.id, mem.path))
     return changed, message

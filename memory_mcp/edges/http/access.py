@@ -261,9 +261,6 @@ class EitherVerifier:
     def __init__(self, static: StaticTokenVerifier, oauth: IntrospectionVerifier) -> None:
         self.static, self.oauth = static, oauth
 
-    def matches(self, candidate: str) -> bool:
-        return self.static.matches(candidate)
-
     async def verify_token(self, token: str) -> AccessToken | None:
         return await self.static.verify_token(token) or await self.oauth.verify_token(token)
 
