@@ -293,6 +293,7 @@ class ConflictCandidate(Answer):
     excerpt: str
     type: str
     trust: str
+    origin: str = Field(default="origin unknown", description="Where it came from.")
     shared_entities: list[str]
     text_similarity: float
     days_apart: float
