@@ -27,6 +27,7 @@ import re
 import unicodedata
 from collections.abc import Iterator
 from dataclasses import dataclass
+from functools import lru_cache
 
 from .text import fold, hangul_joined, skeleton, word_starts
 
@@ -339,6 +340,19 @@ def _rx(*parts: str) -> re.Pattern[str]:
     return re.compile("|".join(f"(?:{p})" for p in parts))
 
 
+_NON_ASCII = "\x00non-ascii"  # `_needs` for a pattern that can only match letters beyond ASCII (Korean)
+
+
+def _needs(part: str) -> str | None:
+    """A text a searched pattern cannot match without: so a memory without it skips the search."""
+    if re.match(r"(?:\\b)?\(?(?:\?:)?[\u1100-\ud7a3]", part):
+        return _NON_ASCII
+    for hint, text in (("<!--", "<!--"), ("ahora", "ahora"), ("<\\(", "<("), ("-c\\s", "-c"), ("//", "//")):
+        if hint in part:
+            return text
+    return None
+
+
 def _top_level(pattern: str) -> list[str]:
     """A pattern's top-level alternatives (`a|b` → [a, b]; groups and classes kept whole)."""
     out, cur, depth, i = [], "", 0, 0
@@ -424,27 +438,30 @@ class _Words:
 
     def __init__(self, *parts: str) -> None:
         self.index: dict[str, list[re.Pattern[str]]] = {}
-        self.searched: list[re.Pattern[str]] = []
+        self.searched: list[tuple[re.Pattern[str], str | None]] = []  # with what a text must hold to be searched
         for part in (alt for whole in parts for alt in _top_level(whole)):
             starts = _leading_words(part)
             rx = re.compile(part[2:] if part.startswith("\\b") else part)
             if starts is None or starts[0][0] >= "\u1100":  # Korean glues words: searched, not anchored
-                self.searched.append(re.compile(part))
+                self.searched.append((re.compile(part), _needs(part)))
                 continue
             for start in starts:
-                bucket = self.index.setdefault(start[:2], [])
+                bucket = self.index.setdefault(start[:3], [])  # a word's first three letters (or two, if that short)
                 if rx not in bucket:
                     bucket.append(rx)
 
     def finditer(self, view: str, starts: dict[str, list[int]]) -> Iterator[re.Match[str]]:
-        for key, rxs in self.index.items():
-            for pos in starts.get(key, ()):
+        index = self.index
+        for key in starts.keys() & index.keys():  # a set intersection in C: most texts share no key with a group
+            rxs = index[key]
+            for pos in starts[key]:
                 for rx in rxs:
                     m = rx.match(view, pos)
                     if m is not None:
                         yield m
-        for rx in self.searched:
-            yield from rx.finditer(view)
+        for rx, needs in self.searched:
+            if needs is None or (view if needs != _NON_ASCII else ("" if view.isascii() else needs)).find(needs) >= 0:
+                yield from rx.finditer(view)
 
     def find(self, view: str, starts: dict[str, list[int]]) -> re.Match[str] | None:
         return next(self.finditer(view, starts), None)
@@ -453,11 +470,16 @@ class _Words:
         return self.find(sentence, _keyed(sentence))
 
 
+@lru_cache(maxsize=256)
 def _keyed(view: str) -> dict[str, list[int]]:
-    """Where each word of the text starts, by its first two letters: what `_Words` looks its patterns up by."""
+    """Where each word of the text starts, by its first three letters and by its first two (a pattern opening with
+    a two-letter word is filed under two): what `_Words` looks its patterns up by. Kept for the few views and
+    sentences one screen reads again; never changed by a reader."""
     keyed: dict[str, list[int]] = {}
     for pos, word in word_starts(view):
-        keyed.setdefault(word[:2], []).append(pos)
+        keyed.setdefault(word[:3], []).append(pos)
+        if len(word) > 2:
+            keyed.setdefault(word[:2], []).append(pos)
     return keyed
 
 
