@@ -60,6 +60,13 @@ async def test_a_tool_call_records_the_clients_name_and_version_and_cannot_confi
         refused = await tools.err("memory_update", op="edit", id=made["id"], trust="confirmed")
         assert "only by a person" in refused
         assert frontmatter(_file(store, made))["trust"] == "user-stated"
+        # a person confirms it by hand; a tool's edit of its text is no longer what the person confirmed
+        path = _file(store, made)
+        settle()
+        path.write_text(path.read_text(encoding="utf-8").replace("trust: user-stated", "trust: confirmed"))
+        assert (await tools.ok("memory_read", id=made["id"]))["trust"] == "confirmed"
+        await tools.ok("memory_update", op="edit", id=made["id"], body="Never from main, and never on Fridays.")
+        assert frontmatter(path)["trust"] == "user-stated"
 
 
 def test_the_cli_records_itself_and_a_person_confirms_through_it(tmp_path: Path) -> None:
@@ -110,7 +117,7 @@ async def test_every_answer_says_where_a_memory_came_from_and_older_files_say_un
     assert cli(store, "update", "edit", "OLD1", "--trust", "confirmed").returncode == 0
     context = cli(store, "context").stdout
     assert context.index("## What the user confirmed") < context.index("## What the user stated")
-    assert "- **Staging runs on Fly** (fact): " in context
+    assert "- Staging runs on Fly (fact): " in context  # memory text inside the context's fence (issue 44 part 4)
     status = cli(store, "status").stdout
     assert "  origin: 2 mcp test-agent 9.1, 1 hand edit, 1 origin unknown\n" in status
 

@@ -261,7 +261,11 @@ def _check_private(run: Run, roots: list[Path], remote: Path) -> None:
     for mem_id, (replica, token) in run.private.items():
         assert token not in history, f"private text of {mem_id} reached the remote"
         held = [p for p in (roots[replica] / "memories").rglob("*.md") if token in p.read_text(encoding="utf-8")]
-        assert held, f"private memory {mem_id} is gone from its own replica"
+        if not held:
+            same_id = [p.name for p in (roots[replica] / "memories").rglob("*.md") if mem_id in p.read_text("utf-8")]
+            log = subprocess.run(["git", "log", "--stat", "--format=%h %s", "-S", mem_id[-6:].lower()],
+                                 cwd=roots[replica], capture_output=True, text=True).stdout  # fmt: skip
+            raise AssertionError(f"private memory {mem_id} is gone from replica {replica}: {same_id}\n{log[:3000]}")
     for secret in run.secrets:
         assert secret not in history, "a secret written by hand reached the remote"
 

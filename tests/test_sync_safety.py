@@ -246,3 +246,22 @@ def test_a_secret_anywhere_in_a_memory_is_refused_by_tools_and_kept_here_by_sync
     refused = a.sync(code=2)
     assert path.name in refused["stderr"] and "GitHub Token" in refused["stderr"]
     assert SECRET not in remote_history(remote)
+
+
+def test_a_memory_made_private_here_while_the_other_machine_edits_it_is_never_written_over(tmp_path: Path) -> None:
+    remote, (a, b) = machines(tmp_path, 2)
+    write(a.memories / "n.md", memory_text("01KH60JFE05BTRAVE29W5RSHAR", "Team note", "Public words."))
+    a.sync("--init", str(remote), "--branch", "main")
+    b.sync("--init", str(remote), "--branch", "main")
+    replace_in(b.memories / "n.md", "Public words.", "Public words, edited on B.")
+    replace_in(a.memories / "n.md", "state: active", "state: active\nsync: local")
+    replace_in(a.memories / "n.md", "Public words.", "Private words qq10secret.")
+    a.sync()  # stops sharing it
+    b.sync()  # B's edit meets A's removal: the edit is kept, shared
+    # the edited shared version comes back to A, where that file is private now: A stops, naming the file, until
+    # a person decides; the private file is never written over and nothing private goes out
+    stopped = a.cli("sync", code=1)
+    assert "memories/n.md" in stopped.stderr and "holds back" in stopped.stderr
+    assert "qq10secret" in (a.memories / "n.md").read_text()
+    assert "qq10secret" not in remote_history(remote)
+    assert "edited on B" in remote_history(remote)

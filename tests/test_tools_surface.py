@@ -92,9 +92,12 @@ async def test_recall_text_is_compact_and_the_record_stays_structured(store: Pat
     assert "index:" not in text  # nothing happened on the second call: no index line
     assert not text.lstrip().startswith("{")
     for n, res in enumerate(answer["results"], 1):
-        assert f"{n}. {res['title']} ({res['type']}" in text
-        assert f"{res['path']}:{res['line']}" in text and res["id"] in text
-        assert f"score {res['score']:.2f}" in text
+        block = "\n".join(_result_block(text, n))
+        assert block.startswith(f"{n}. ({res['type']}")
+        assert f"{res['path']}:{res['line']}" in block and res["id"] in block
+        assert f"score {res['score']:.2f}" in block
+        # the memory's own text only inside the fence: a model can tell it from instructions
+        assert f"\n~~~memory\n{res['title']}\n" in block and block.endswith("\n~~~")
         assert set(res["components"]) >= {"text", "trust", "freshness", "heat", "coverage"}  # full record kept
     assert answer["index"]["reconcile"]["scanned"] == 35 and answer["plan"]
 
@@ -123,12 +126,13 @@ async def test_recall_text_marks_a_result_in_an_unresolved_conflict_and_names_th
         assert blocks[mine["id"]][-1] == line, text
     assert "conflict" not in "\n".join(blocks[calm["id"]])
 
-    # the other side not among the results: named by title and id, so the model can open it
+    # the other side not among the results: named by id (its title is memory text, kept inside fences), so the
+    # model can open it
     one = await tools.raw("memory_recall", query="tabs for indentation", limit=1)
     (only,) = one.structured_content["results"]
     assert only["id"] == a["id"], one.content[0].text
-    assert one.content[0].text.splitlines()[3] == (
-        f'   ! unresolved conflict: contradicted by "{spaces[0]}" (id {b["id"]}) (pair_hash {pair})'
+    assert one.content[0].text.splitlines()[5] == (
+        f"   ! unresolved conflict: contradicted by id {b['id']} (pair_hash {pair})"
     )
 
     await tools.ok("memory_update", op="resolve_conflict", id=a["id"], pair_hash=pair, resolution="keep_both")

@@ -29,7 +29,7 @@ async def test_the_mcp_schemas_offer_the_vocabulary(store: Path) -> None:
     assert _enum(recall, "type") == list(v.TYPES)
     assert _enum(recall, "state") == list(v.STATES)
     assert _enum(recall, "mode") == list(v.RECALL_MODES)
-    assert _enum(tools["memory_remember"], "trust") == list(v.TRUSTS)
+    assert _enum(tools["memory_remember"], "trust") == list(v.TOOL_TRUSTS)  # `confirmed` is a person's to give
     assert _enum(update, "op") == list(v.UPDATE_OPS)
     assert _enum(update, "resolution") == list(v.RESOLUTIONS)
     assert _enum(forget, "mode") == list(v.FORGET_MODES)

@@ -148,6 +148,12 @@ FIELDS: tuple[FieldSpec, ...] = (
         ),
         leading=False,
     ),
+    # issue 44: the poisoning screen (domain/screen.py) caught the memory: `<YYYY-MM-DD> <reason>`. Kept in the canon,
+    # never in the session-start context, fenced and marked in recall; only a person releases it (CLI, browser view)
+    FieldSpec("quarantine", Kind.TEXT, leading=False, column=True),
+    # written by that release: `<YYYY-MM-DD> <digest of the title and body released>`; a text changed since is
+    # screened again
+    FieldSpec("released", Kind.TEXT, leading=False, column=True),
 )
 BY_NAME = {f.name: f for f in FIELDS}
 

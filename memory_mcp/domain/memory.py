@@ -32,6 +32,8 @@ class OptionalValues:
     valid_until: str | None = None
     superseded_at: str | None = None  # when a supersede archived it (older files: None)
     follows: str | None = None  # the memory this one continues in its thread (search/threads.py)
+    quarantine: str | None = None  # `<date> <reason>`: the screen caught it (domain/screen.py)
+    released: str | None = None  # `<date> <digest>`: a person released this text from quarantine
 
     def given(self) -> dict[str, str]:
         """The values that are set (a tool argument left out is None), by field name."""

@@ -82,6 +82,9 @@ class ReconcileReport(Answer):
         description="Set when the index file cannot be used (e.g. read-only): why, and that answers come from "
         "an in-memory index rebuilt from the Markdown files (recall counts are not kept).",
     )
+    quarantined: list[str] = Field(
+        default_factory=list, description="Memories (paths) this pass put in quarantine: the screen caught them."
+    )
     scan: str = Field(
         default="full",
         description="full: every file in memories/ was stat-ed; changed-files: the change watch (inotify) named "
@@ -190,6 +193,7 @@ class ContextAnswer(Answer):
     memories_left_out: int = Field(default=0, description="Active memories that did not fit the budget.")
     unresolved_conflicts: int = 0
     review_due: int = 0
+    quarantined: int = Field(default=0, description="Memories held back in quarantine (never listed here).")
 
 
 class OpenConflict(Answer):
@@ -234,6 +238,9 @@ class RecallResult(Answer):
         default=True,
         description="False: the query did not find this memory; it is here as the current version of a "
         "superseded result that it did find (listed right above it), or as that result's continuation.",
+    )
+    quarantine: str | None = Field(
+        default=None, description="Set when the memory is in quarantine (the screen caught it): the day and why."
     )
     continues: str | None = Field(
         default=None,
@@ -286,6 +293,7 @@ class ConflictCandidate(Answer):
     excerpt: str
     type: str
     trust: str
+    origin: str = Field(default="origin unknown", description="Where it came from.")
     shared_entities: list[str]
     text_similarity: float
     days_apart: float
@@ -333,6 +341,11 @@ class RememberAnswer(Answer):
         description="Best first: existing memories this one may contradict or replace, each settled by one "
         "memory_update op=resolve_conflict id=<this id> other_id=<its id> resolution=supersede or keep_both.",
     )
+    quarantine: str | None = Field(
+        default=None,
+        description="Set when the poisoning screen held the memory back: the day and the reason. Kept, never in the "
+        "session-start context, fenced and marked in recall; only a person releases it (CLI or browser view).",
+    )
     index: IndexReport
 
 
@@ -378,6 +391,7 @@ class ReadAnswer(Answer):
     supersedes_chain: list[ChainLink] = Field(default_factory=list)
     superseded_by_chain: list[ChainLink] = Field(default_factory=list)
     conflicts: list[ConflictHistoryEntry] = Field(default_factory=list)
+    quarantine: str | None = Field(default=None, description="Set when the memory is in quarantine: why.")
     index: IndexReport
 
 
@@ -414,6 +428,7 @@ class MemoryItem(Answer):
     entities: list[str]
     created: str
     updated: str
+    quarantine: str | None = None
 
 
 class BrowseAnswer(Answer):
@@ -442,6 +457,23 @@ class UpdateAnswer(Answer):
     state: str
     changed: list[str] = Field(description="Ids of every memory file this operation rewrote.")
     message: str
+    quarantine: str | None = Field(default=None, description="Set when the memory is in quarantine: why.")
+    index: IndexReport
+
+
+class QuarantinedMemory(BaseModel):
+    id: str
+    scope: str = "global"
+    title: str
+    path: str
+    state: str
+    quarantine: str = Field(description="The day and the reason the screen held it back.")
+
+
+class QuarantineAnswer(BaseModel):
+    """The memories in quarantine (`memory-mcp quarantine`): released only by a person, CLI or browser view."""
+
+    memories: list[QuarantinedMemory]
     index: IndexReport
 
 
@@ -570,6 +602,9 @@ class ReindexAnswer(Answer):
         default=None,
         description="Set when the rebuilt index could not be saved (e.g. a read-only store): why; the rebuild "
         "then only served this process from a transient in-memory index.",
+    )
+    quarantined: list[str] = Field(
+        default_factory=list, description="Memories (paths) this reindex put in quarantine: the screen caught them."
     )
 
 

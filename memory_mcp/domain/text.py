@@ -188,3 +188,66 @@ def verb_root(term: str) -> str | None:
 
 def clip(text: str, limit: int) -> str:
     return text if len(text) <= limit else text[: limit - 1].rstrip() + "…"
+
+
+# letters of other scripts drawn like Latin ones (Unicode's confusables, the common part): what a disguised word
+# ("іgnоrе" with Cyrillic і and о) reads as. Full-width and mathematical letters need no table: `fold` (NFKD)
+# already makes them plain.
+_CONFUSABLE = str.maketrans(
+    "аАвВеЕёЁһҺіІїЇјЈкКмМнНоОрРсСтТуУхХѕЅԁԛԜԝաօքսɑɡɩɪʏΑΒΕΖΗΙΚΜΝΟΡΤΥΧαεικνοτυχρϲϳℓ∣ǀ׀ⅰⅼ",
+    "aAbBeEeEhHiIiIjJkKmMHHoOpPcCtTyYxXsSdqWwwoquagiiyABEZHIKMNOPTYXaeikvotuxpcjllllil",
+)
+
+
+def skeleton(text: str) -> str:
+    """The text with look-alike letters of other scripts written as the Latin letters they imitate: the
+    poisoning screen reads disguised words through it (domain/screen.py). Not a search fold: names in
+    Cyrillic or Greek must stay themselves everywhere else."""
+    return text if text.isascii() else text.translate(_CONFUSABLE)
+
+
+_HANGUL_GAP = re.compile(
+    r"(?<=[\u1100-\u11ff\u3131-\u318e\uac00-\ud7a3])\s+(?=[\u1100-\u11ff\u3131-\u318e\uac00-\ud7a3])"
+)
+# a leading consonant (choseong) as the final consonant (jongseong) it is written as after a syllable
+_JONGSEONG = {
+    0: 1,
+    1: 2,
+    2: 4,
+    3: 7,
+    5: 8,
+    6: 16,
+    7: 17,
+    9: 19,
+    10: 20,
+    11: 21,
+    12: 22,
+    14: 23,
+    15: 24,
+    16: 25,
+    17: 26,
+    18: 27,
+}
+
+
+def hangul_joined(text: str) -> str:
+    """`fold`ed Korean with the spaces between its letters taken out and loose jamo written as syllables ("이 전
+    지 시", "ㅇㅣㅈㅓㄴ" → "이전지시", "이전"): how the poisoning screen reads Korean spelled apart. Not a search fold."""
+    joined = fold(_HANGUL_GAP.sub("", text))
+    if not any("\u1100" <= c <= "\u11ff" for c in joined):
+        return joined
+    out: list[str] = []
+    for c in joined:
+        code = ord(c)
+        if out and 0x1100 <= code <= 0x1112 and "\uac00" <= out[-1] <= "\ud7a3":
+            base = ord(out[-1]) - 0xAC00
+            if base % 28 == 0 and (code - 0x1100) in _JONGSEONG:
+                out[-1] = chr(ord(out[-1]) + _JONGSEONG[code - 0x1100])
+                continue
+        out.append(c)
+    return unicodedata.normalize("NFC", "".join(out))
+
+
+def word_starts(text: str) -> list[tuple[int, str]]:
+    """(position, word) of every word of `words`' split, in order: where a pattern anchored at a word may start."""
+    return [(m.start(), m.group()) for m in _WORD.finditer(text)]

@@ -8,7 +8,8 @@ excerpt and one score. The index gets one line only when the reconcile did somet
 from __future__ import annotations
 
 from ..domain import provenance
-from ..domain.models import IndexReport, RecallAnswer, RecallResult, RememberAnswer
+from ..domain.models import IndexReport, ReadAnswer, RecallAnswer, RecallResult, RememberAnswer
+from ..domain.screen import fenced, quarantine_label
 from ..domain.text import clip
 
 EXCERPT_CHARS = 220
@@ -41,10 +42,12 @@ def recall_text(answer: RecallAnswer) -> str:
         if len(scopes) > 1:
             tags.append(r.scope)
         tags.extend(result_marks(answer, r))
-        lines.append(f"{n}. {r.title} ({', '.join(tags)}) score {r.score:.2f}")
+        if r.quarantine:
+            tags.insert(0, quarantine_label(r.quarantine).upper().replace(":", " -", 1))
         ident = f" id {r.id}" if r.kind == "memory" else ""
-        lines.append(f"   {r.path}:{r.line}{ident}")
-        lines.append(f"   {clip(r.excerpt, EXCERPT_CHARS)}")
+        lines.append(f"{n}. ({', '.join(tags)}) score {r.score:.2f} {r.path}:{r.line}{ident}")
+        label = "quarantined" if r.quarantine else ""
+        lines.append(fenced(label, f"{r.title}\n{clip(r.excerpt, EXCERPT_CHARS)}"))
         if r.conflicts:
             lines.append(conflict_line(r, answer.results))
     if not answer.results:
@@ -82,7 +85,7 @@ def conflict_line(result: RecallResult, results: list[RecallResult]) -> str:
     others = []
     for c in result.conflicts:
         n = number.get((result.scope, c.other_id))
-        others.append(f"result {n}" if n else f'"{clip(c.other_title, OTHER_TITLE_CHARS)}" (id {c.other_id})')
+        others.append(f"result {n}" if n else f"id {c.other_id}")
     pairs = ", ".join(c.pair_hash for c in result.conflicts)
     return f"   ! unresolved conflict: contradicted by {'; '.join(others)} (pair_hash {pairs})"
 
@@ -100,6 +103,11 @@ def remember_text(answer: RememberAnswer) -> str:
         lines.append(f"superseded (now archived): {', '.join(answer.superseded)}")
     if answer.message:
         lines.append(answer.message)
+    if answer.quarantine:
+        lines.append(
+            f"put in quarantine ({quarantine_label(answer.quarantine)}): kept, but not in the session-start context "
+            "and marked in recall until a person releases it"
+        )
     if answer.listed:
         written = sum(n.written for n in answer.listed)
         lines.append(
@@ -113,6 +121,23 @@ def remember_text(answer: RememberAnswer) -> str:
             f"{clip(item.evidence, EVIDENCE_CHARS)}"
         )
         lines.append(f"   {settle_call(answer.id, item.id, item.settle)}")
+    if (note := index_note(answer.index)) is not None:
+        lines.append(note)
+    return "\n".join(lines)
+
+
+def read_text(answer: ReadAnswer) -> str:
+    """memory_read for the model: where the lines are from, then the lines themselves inside the fence."""
+    head = f"{answer.path} lines {answer.from_line}-{answer.to_line} of {answer.total_lines}"
+    if answer.id:
+        head += f" id {answer.id}"
+    if answer.quarantine:
+        head += f" ({quarantine_label(answer.quarantine).upper().replace(':', ' -', 1)})"
+    lines = [head, fenced("quarantined" if answer.quarantine else answer.kind, answer.text)]
+    if answer.superseded_by_chain:
+        lines.append("superseded by: " + " -> ".join(f"{c.id} ({c.state})" for c in answer.superseded_by_chain))
+    if answer.conflicts:
+        lines.append(f"conflict history: {len(answer.conflicts)} pair(s) (structured content)")
     if (note := index_note(answer.index)) is not None:
         lines.append(note)
     return "\n".join(lines)
@@ -143,6 +168,8 @@ def index_note(index: IndexReport) -> str | None:
         parts.append(f"rebuilt ({rec.rebuild_reason})")
     elif rec.reindexed or rec.removed:
         parts.append(f"{rec.reindexed} file(s) re-read, {rec.removed} removed")
+    if rec.quarantined:
+        parts.append(f"{len(rec.quarantined)} put in quarantine: " + ", ".join(rec.quarantined[:3]))
     if index.unparseable:
         parts.append(f"{len(index.unparseable)} unparseable: " + ", ".join(u.path for u in index.unparseable[:3]))
     if rec.index_in_memory:

@@ -26,6 +26,7 @@ from ..domain.models import (
     ChainLink,
     ForgetAnswer,
     Progress,
+    QuarantineAnswer,
     ReadAnswer,
     RecallAnswer,
     ReindexAnswer,
@@ -34,6 +35,7 @@ from ..domain.models import (
     SyncAnswer,
     UpdateAnswer,
 )
+from ..domain.screen import quarantine_label, visible, visible_data
 from ..domain.vocabulary import FORGET_MODES, RECALL_MODES, RESOLUTIONS, SCOPES, STATES, TRUSTS, TYPES, UPDATE_OPS
 from ..importers import FORMATS
 from ..tools.service import MemoryService
@@ -287,6 +289,14 @@ def build_parser() -> argparse.ArgumentParser:
     )
     e.add_argument("--force", action="store_true", help="replace a MEMORY.md that memory-mcp export did not write")
     _json_option(e)
+
+    q = command("quarantine", "list the memories the poisoning screen held back, with why (a person reviews them)")
+    _scope_option(q, both)
+    _json_option(q)
+    rl = command("release", "take a memory out of quarantine after reading it (people only: no MCP tool can)")
+    rl.add_argument("id", help="the memory's id (memory-mcp quarantine lists them)")
+    _scope_option(rl, both)
+    _json_option(rl)
 
     c = command("config", "print every effective setting and the layer it came from")
     _json_option(c)
@@ -668,6 +678,10 @@ def _run(service: MemoryService, args: argparse.Namespace) -> int:
             )
     elif args.command == "status":
         _emit(service.status(scope=scope), args.json, _status_text)
+    elif args.command == "quarantine":
+        _emit(service.quarantined(scope=scope), args.json, _quarantine_text)
+    elif args.command == "release":
+        _emit(service.release(args.id, scope=scope), args.json, _update_text)
     elif args.command == "reindex":
         with TerminalProgress() as progress:
             answer = service.reindex(verify=args.verify, scope=scope, progress=progress)
@@ -764,13 +778,27 @@ def _config(settings: Settings, as_json: bool) -> int:
 
 
 def _emit(answer: BaseModel, as_json: bool, render) -> None:
-    print(answer.model_dump_json(indent=2) if as_json else render(answer))
+    """Print an answer; a hidden character a memory holds is printed escaped (`<U+E0041>`), never as itself."""
+    if as_json:
+        print(json.dumps(visible_data(answer.model_dump(mode="json")), indent=2, ensure_ascii=False))
+    else:
+        print(visible(render(answer)))
+
+
+def _quarantine_text(a: QuarantineAnswer) -> str:
+    lines = [f"{_count(len(a.memories), 'memory', 'memories')} in quarantine"]
+    for m in a.memories:
+        lines += [f"{m.id}  {m.path}  ({m.state})", f"  title: {m.title}", f"  held: {m.quarantine}"]
+    if a.memories:
+        lines.append("-- read one with `memory-mcp read ID`; release it with `memory-mcp release ID` if it is yours")
+    return "\n".join(lines)
 
 
 def _recall_text(a: RecallAnswer) -> str:
     lines = [f"-- as of {a.as_of}: what the store held as current that day"] if a.as_of else []
     for n, r in enumerate(a.results, 1):
         tag = "" if r.state == "active" else f" [{r.state}]"
+        tag += f" [{quarantine_label(r.quarantine)}]" if r.quarantine else ""
         tag += "".join(f" [{mark}]" for mark in result_marks(a, r))
         who = f", {r.trust}, {provenance.short(r.origin)}" if r.kind == "memory" else ""
         lines.append(f"{n}. {r.title}{tag}  ({r.type}{who}, score {r.score:.3f})")
@@ -803,6 +831,11 @@ def _index_lines(index) -> list[str]:
 def _remember_text(a: RememberAnswer) -> str:
     head = f"{'created' if a.created else 'already remembered'} {a.id} at {a.path}"
     lines = [head] + [f"superseded {i}" for i in a.superseded] + ([a.message] if a.message else [])
+    if a.quarantine:
+        lines.append(
+            f"put in quarantine: {a.quarantine} (kept, not in the session-start context; review it with "
+            "`memory-mcp quarantine`, release it with `memory-mcp release ID`)"
+        )
     if a.listed:
         lines.append(f"-- {len(a.listed)} listed, best first: memories this may contradict or replace")
         lines.append("-- settle each with its command: supersede if this replaces it, keep-both if not a conflict")
@@ -821,6 +854,8 @@ def _read_text(a: ReadAnswer) -> str:
     lines = [f"# {a.path} (lines {a.from_line}-{a.to_line} of {a.total_lines})", a.text]
     if a.origin is not None:
         lines.append(f"-- trust {a.trust}; origin: {a.origin}")
+    if a.quarantine:
+        lines.append(f"in quarantine: {a.quarantine}")
     if a.superseded_at:
         lines.append(f"superseded at {a.superseded_at}")
     if a.supersedes_chain:
@@ -895,6 +930,7 @@ def _reindex_text(a: ReindexAnswer) -> str:
         note = f" ({a.semantic_note})" if a.semantic_note else ""
         lines.append(f"embedded {_count(a.embedded, 'memory', 'memories')} for hybrid search{note}")
     lines += [f"unparseable {u.path}: {u.reason}" for u in a.unparseable]
+    lines += [f"put in quarantine: {path}" for path in a.quarantined]
     lines += [
         f"{'would auto-close' if a.verified else 'auto-closed'} conflict {c.pair_hash} ({c.recorded_in} <> "
         f"{c.other_id}): {'; '.join(c.reasons)}"

@@ -21,7 +21,7 @@ from mcp.server.mcpserver import Context
 from mcp.server.mcpserver.exceptions import ResourceError, ToolError
 from mcp.server.mcpserver.tools import Tool
 from mcp.types import CallToolResult, TextContent, ToolAnnotations
-from pydantic import Field, ValidationError
+from pydantic import BaseModel, Field, ValidationError
 from pydantic.json_schema import GenerateJsonSchema, JsonSchemaValue
 from pydantic_core import core_schema
 
@@ -40,6 +40,7 @@ from ..domain.models import (
     UpdateAnswer,
 )
 from ..domain.provenance import Origin, mcp_origin
+from ..domain.screen import visible, visible_data
 from ..domain.vocabulary import (
     FORGET_MODES,
     PERSON_TRUSTS,
@@ -53,7 +54,7 @@ from ..domain.vocabulary import (
 )
 from ..tools.arguments import person_trust_refusal
 from ..tools.service import MemoryService
-from .answer_text import recall_text, remember_text, usage_guide
+from .answer_text import read_text, recall_text, remember_text, usage_guide
 
 P = ParamSpec("P")
 R = TypeVar("R")
@@ -304,10 +305,7 @@ def build_server(
             title, body, type, trust, entities, source, supersedes, store=store, scope=scope, private=private,
             values=OptionalValues(**values), origin=tool_origin(ctx),
         )  # fmt: skip
-        return CallToolResult(
-            content=[TextContent(type="text", text=remember_text(answer))],
-            structured_content=answer.model_dump(mode="json"),
-        )
+        return _served(answer, remember_text(answer))
 
     @tool("Recall", read_only, RECALL)
     def memory_recall(
@@ -333,10 +331,7 @@ def build_server(
             query, limit, type, state, entity, include_deprecated, store=store, scope=scope, mode=mode, budget=budget,
             as_of=as_of,
         )  # fmt: skip
-        return CallToolResult(
-            content=[TextContent(type="text", text=recall_text(answer))],
-            structured_content=answer.model_dump(mode="json"),
-        )
+        return _served(answer, recall_text(answer))
 
     @tool("Read", read_only, READ)
     def memory_read(
@@ -346,8 +341,9 @@ def build_server(
         to_line: Annotated[int | None, Field(ge=1)] = None,
         store: StoreArg = None,
         scope: ScopeArg = None,
-    ) -> ReadAnswer:
-        return service.read(id, path, from_line, to_line, store=store, scope=scope)
+    ) -> Annotated[CallToolResult, ReadAnswer]:
+        answer = service.read(id, path, from_line, to_line, store=store, scope=scope)
+        return _served(answer, read_text(answer))
 
     @tool("Update", writes, UPDATE)
     @_value_args(described=False)
@@ -447,6 +443,15 @@ def build_server(
     return server
 
 
+def _served(answer: BaseModel, text: str) -> CallToolResult:
+    """An answer that carries memory text: the compact text (memory text fenced) and the structured record, with
+    every hidden character a memory holds escaped in both (`<U+E0041>`: no answer carries one as itself)."""
+    return CallToolResult(
+        content=[TextContent(type="text", text=visible(text))],
+        structured_content=visible_data(answer.model_dump(mode="json")),
+    )
+
+
 def tool_origin(ctx: Context | None) -> Origin:
     """Who is calling: the client's name and version from its clientInfo (the handshake's in the 2025 era, the
     request's `_meta` in the stateless 2026-07-28 era: the SDK gives both as the session's client params), and
@@ -504,7 +509,7 @@ def _context_text(service: MemoryService, budget: int | None = None) -> str:
     """The context, or why it is unavailable (a busy or unreadable store must not fail the session start;
     a budget out of range is the reader's mistake, so it is an error)."""
     try:
-        return service.context(budget=budget).text
+        return visible(service.context(budget=budget).text)
     except InputError:
         raise
     except MemoryMcpError as exc:

@@ -21,9 +21,26 @@ def active_handoff_ids(conn: sqlite3.Connection) -> list[str]:
 
 def current_handoff_id(conn: sqlite3.Connection) -> str | None:
     row = conn.execute(
-        "SELECT id FROM memories WHERE type = 'handoff' AND state = 'active' ORDER BY updated DESC, id LIMIT 1"
+        "SELECT id FROM memories WHERE type = 'handoff' AND state = 'active' AND quarantine IS NULL "
+        "ORDER BY updated DESC, id LIMIT 1"
     ).fetchone()
     return row[0] if row else None
+
+
+def quarantined_count(conn: sqlite3.Connection) -> int:
+    """Memories in quarantine (any state): the context counts them, never lists them."""
+    return conn.execute("SELECT count(*) FROM memories WHERE quarantine IS NOT NULL").fetchone()[0]
+
+
+def quarantined(conn: sqlite3.Connection) -> list[tuple[str, str, str, str, str]]:
+    """(id, title, path, state, quarantine) of every memory in quarantine, newest marker first."""
+    return [
+        tuple(r)
+        for r in conn.execute(
+            "SELECT id, title, path, state, quarantine FROM memories WHERE quarantine IS NOT NULL "
+            "ORDER BY quarantine DESC, id"
+        )
+    ]
 
 
 def reviews_due(conn: sqlite3.Connection, day: str) -> list[tuple[str, str, str, str]]:
@@ -31,7 +48,7 @@ def reviews_due(conn: sqlite3.Connection, day: str) -> list[tuple[str, str, str,
     return [
         tuple(r)
         for r in conn.execute(
-            "SELECT id, title, path, review_after FROM memories WHERE state = 'active' "
+            "SELECT id, title, path, review_after FROM memories WHERE state = 'active' AND quarantine IS NULL "
             "AND review_after IS NOT NULL AND review_after <= ? ORDER BY review_after",
             (day,),
         )
@@ -39,7 +56,10 @@ def reviews_due(conn: sqlite3.Connection, day: str) -> list[tuple[str, str, str,
 
 
 # the memories the session-start context lists: active, not a handoff, not past their validity (`?`: today)
-_LISTED = "+m.state = 'active' AND +m.type != 'handoff' AND (m.valid_until IS NULL OR m.valid_until >= ?)"
+_LISTED = (
+    "+m.state = 'active' AND +m.type != 'handoff' AND (m.valid_until IS NULL OR m.valid_until >= ?) "
+    "AND +m.quarantine IS NULL"  # a memory in quarantine is never listed (issue 44)
+)
 # (rowid, id, type, trust, origin, updated, recalls) of a listed memory
 _CANDIDATE = "SELECT m.rowid, m.id, m.type, m.trust, m.origin, m.updated, coalesce(h.recalls, 0) "
 _WITH_HEAT = "FROM memories m LEFT JOIN heat h ON h.memory_id = m.id "
@@ -52,7 +72,12 @@ def listed_count(conn: sqlite3.Connection, today: str) -> int:
     expired = conn.execute(  # through the partial index on valid_until: only the memories that have one
         "SELECT count(*) FROM memories WHERE valid_until < ? AND +state = 'active' AND +type != 'handoff'", (today,)
     ).fetchone()[0]
-    return total - expired
+    held = conn.execute(
+        "SELECT count(*) FROM memories WHERE quarantine IS NOT NULL AND state = 'active' AND type != 'handoff' "
+        "AND (valid_until IS NULL OR valid_until >= ?)",
+        (today,),
+    ).fetchone()[0]
+    return total - expired - held
 
 
 def listed_unordered(conn: sqlite3.Connection, today: str) -> list[Candidate]:

@@ -22,6 +22,7 @@ import sqlite3
 from dataclasses import dataclass, field
 from typing import get_args
 
+from ..domain import provenance
 from ..domain.models import ConflictCandidate, ListedKind, ListedMemory
 from ..index import db as ix
 from . import conflict_model
@@ -125,6 +126,7 @@ def find_neighbours(
                     excerpt=mem.excerpt,
                     type=mem.type,
                     trust=mem.trust,
+                    origin=provenance.shown(mem.origin),
                     shared_entities=common,
                     text_similarity=round(verdict.text_similarity, 3),
                     days_apart=days_between(created, mem.created),

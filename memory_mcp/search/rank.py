@@ -94,6 +94,7 @@ def memory_result(
         origin=provenance.shown(m.origin),
         entities=m.entities,
         updated=m.updated,
+        quarantine=m.quarantine,
     )
 
 

@@ -24,6 +24,7 @@ from ..canon.merge import new_id_for
 from ..domain import provenance
 from ..domain.errors import ContainmentError
 from ..domain.models import ReconcileReport
+from ..domain.screen import memory_texts, quarantine_marker, released_for, screen
 from ..domain.vocabulary import State
 from ..index import db as ix
 from ..index import ledger
@@ -235,6 +236,8 @@ def reconcile(
                 continue
             known_sha = None if retry else _sha(row)
             outcome = index_file(store, conn, dictionary, rel, known_sha, hand, rules.reactivates(rel))
+            if outcome.quarantined:
+                report.quarantined.append(rel)
             report.hashed += outcome.hashed
             report.reindexed += outcome.reindexed
             report.removed += outcome.removed
@@ -300,6 +303,8 @@ def reconcile_files(
                     report.removed += 1
             for rel in present:
                 outcome = index_file(store, conn, dictionary, rel, known_sha=_sha(known.get(rel)), hand=hand)
+                if outcome.quarantined:
+                    report.quarantined.append(rel)
                 report.hashed += outcome.hashed
                 report.reindexed += outcome.reindexed
                 report.removed += outcome.removed
@@ -400,6 +405,7 @@ class FileOutcome:
     reindexed: int = 0
     removed: int = 0
     memory_id: str | None = None
+    quarantined: bool = False  # this pass put the memory in quarantine
 
 
 def index_file(
@@ -482,6 +488,14 @@ def index_file(
             mtime = _gate_mtime(before.st_mtime_ns)
             mem.state = State.ACTIVE
             mem.updated = canon.now_iso()
+    if mem.quarantine is None and not released_for(mem.released, mem.title, mem.body):
+        # every way in that is not a tool call (a hand edit, a sync, a copied file, a store from before the
+        # screen) is screened here, on the first read of new content. Held in the index only: the server never
+        # rewrites a file a person may be editing (`reindex`, asked for, writes the marker into the file)
+        verdict = screen(memory_texts(mem.title, mem.body, mem.source, mem.entities))
+        if not verdict.clean:
+            mem.quarantine = quarantine_marker(verdict, canon.now_iso()[:10])
+            outcome.quarantined = True
     ix.put_memory(conn, rel, mem, dictionary.normalise(mem.entities))
     ledger.put_file(conn, ledger.FileRow(rel, mtime, before.st_size, sha, mem.id, None, before.st_ino))
     outcome.memory_id = mem.id

@@ -171,6 +171,7 @@ def merged_report(opened: list[Opened]) -> IndexReport:
         for field in ("scanned", "hashed", "reindexed", "removed", "unparseable"):
             setattr(total, field, getattr(total, field) + getattr(r.reconcile, field))
         total.seconds += r.reconcile.seconds
+        total.quarantined += r.reconcile.quarantined
         total.renumbered += r.reconcile.renumbered
         if r.reconcile.index_in_memory:
             reason = f"{r.scopes[0].scope}: {r.reconcile.index_in_memory}"

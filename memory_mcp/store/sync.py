@@ -10,6 +10,7 @@ ever keeps a conflict marker and no edit is lost. A failed merge is aborted: not
 
 from __future__ import annotations
 
+import glob
 import os
 import shlex
 import signal
@@ -741,6 +742,16 @@ def _resolve_unmerged(git: Git, prefix: str, result: SyncResult, held: set[str])
     for path, have in stages.items():
         full = git.root / path
         blobs = {n: data[sha] or b"" for n, sha in have.items()}
+        if _is_memory_path(path, prefix) and full.is_file() and is_local_only(full.read_bytes()):
+            # private here (this machine stopped sharing it), changed on the other side: the shared version goes
+            # on in git as the other side left it, and this machine's private file is never written over
+            shared = have.get(3) or have[min(have)]
+            git.run("update-index", "--cacheinfo", f"100644,{shared},{path}")
+            for stray in full.parent.glob(f"{glob.escape(full.name)}~*"):  # where git put theirs beside it
+                stray.unlink()
+            notes.append(f"{path}: private here (sync: local) and changed on the other machine; their version stays "
+                         "shared, this machine keeps its private one")  # fmt: skip
+            continue
         if 2 in blobs:
             blobs[2] = _this_side(full, blobs[2])
         memoryish = _is_memory_path(path, prefix) or path == prefix + "dictionary.md"

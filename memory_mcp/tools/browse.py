@@ -66,6 +66,7 @@ def browse(
                 entities=m.entities,
                 created=m.created,
                 updated=m.updated,
+                quarantine=m.quarantine,
             )
             for m in ix.filtered_memories(s.conn, where, params, limit, offset)
         ]

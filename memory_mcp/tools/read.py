@@ -87,6 +87,7 @@ def read(
             answer.supersedes_chain = chain(o.session, mem, "supersedes")
             answer.superseded_by_chain = chain(o.session, mem, "superseded_by")
             answer.conflicts = _conflict_history(o.session, mem.id)
+            answer.quarantine = mem.quarantine
         return answer
 
 

@@ -49,6 +49,7 @@ def reindex(
     mismatches: list[Mismatch] = []
     auto_closed: list[AutoClosedConflict] = []
     not_saved: list[str] = []
+    quarantined: list[str] = []
     # verify compares the files with the index as the reconcile-first pass leaves it (a pass that writes no memory
     # file); without it, that pass would only index what the rebuild indexes again
     with svc.scopes.open(scope, store, write=False) if verify else svc.scopes.rebuilding(scope, store) as opened:
@@ -56,6 +57,9 @@ def reindex(
             s = o.session
             mismatches += [m.model_copy(update={"scope": o.scope}) for m in (_verify(s) if verify else [])]
             report, _ = s.rebuild(stage_reporter(progress, "index", o.scope), PassRules(write=not verify))
+            if not verify:  # what the rebuild's screen holds in the index goes into the files
+                held = _write_quarantine_markers(s)
+                quarantined += [f"{o.scope}: {p}" if len(opened) > 1 else p for p in held]
             closing = _close_stale_conflicts(svc, s, write=not verify)
             auto_closed += [c.model_copy(update={"scope": o.scope}) for c in closing]
             files += report.scanned
@@ -74,11 +78,37 @@ def reindex(
             auto_closed=auto_closed,
             seconds=0.0,
             not_saved="; ".join(not_saved) or None,
+            quarantined=quarantined,
         )
     # vectors survived the rebuild (keyed by content); embed what is new, outside the store lock
     answer.embedded, answer.semantic_note = embed_pending(svc, store=store, scope=scope, progress=progress)
     answer.seconds = round(time.perf_counter() - started, 4)
     return answer
+
+
+def _write_quarantine_markers(s: StoreSession) -> list[str]:
+    """Write into each file the quarantine its reconcile holds in the index only (hand edits, syncs, files from
+    before the screen): the memories this reindex put in quarantine, by path. A file changed since it was read
+    is left for the next reindex; nothing is deleted."""
+    held = [(r[2], r[4]) for r in reads.quarantined(s.conn)]
+    ledger = file_rows_at(s.conn, [path for path, _ in held])
+    written = []
+    for path, marker in held:
+        full = s.store.root / path
+        try:
+            if "quarantine" in canon.read_frontmatter(full):
+                continue
+            canon.rewrite(
+                full,
+                lambda meta, marker=marker: meta.__setitem__("quarantine", marker),
+                expected_sha=ledger[path].sha256,
+            )
+        except (canon.CanonError, KeyError, OSError):
+            continue
+        written.append(path)
+    if written:
+        s.write_files(written)
+    return written
 
 
 def _close_stale_conflicts(svc: ServiceState, s: StoreSession, write: bool = True) -> list[AutoClosedConflict]:

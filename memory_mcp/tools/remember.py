@@ -13,6 +13,7 @@ from ..domain.errors import InputError, NotFoundError
 from ..domain.memory import OptionalValues
 from ..domain.models import RememberAnswer
 from ..domain.provenance import Origin
+from ..domain.screen import memory_texts, quarantine_marker, screen
 from ..domain.secrets import refuse_secrets
 from ..domain.vocabulary import MemoryType, State
 from ..index import db as ix
@@ -50,6 +51,9 @@ def remember(
     supersedes = list(dict.fromkeys(supersedes or []))
     if not private:  # a private memory (`sync: local`) never leaves this machine: it may hold anything
         refuse_secrets({"title": title, "body": body, "source": source, "entities": entities, **values_set})
+    verdict = screen(memory_texts(title, body, source, entities))
+    if verdict.invisible:
+        raise InputError(verdict.refusal())
     if (supersedes or values_set.get("follows")) and svc.missing_stores(scope, store, home=True):
         # before the new store is laid out: a link to a memory of a store that does not exist yet is an error
         name, first = ("supersedes", supersedes[0]) if supersedes else ("follows", values_set["follows"])
@@ -121,6 +125,9 @@ def remember(
         }
         if private:
             fields[canon.SYNC_FIELD] = canon.SYNC_LOCAL
+        quarantine = None if verdict.clean else quarantine_marker(verdict, now[:10])
+        if quarantine:
+            fields["quarantine"] = quarantine
         if neighbours:
             fields["conflicts"] = [{"with": n.id, "status": "open", "detected": now} for n in neighbours]
         path = new_path(s.store, title, new_id)
@@ -140,6 +147,7 @@ def remember(
             message=f"replaced the previous handoff {', '.join(replaced_handoff)}" if replaced_handoff else "",
             conflicts=neighbours,
             listed=listed,
+            quarantine=quarantine,
             index=index_report(s, report),
         )
 

@@ -8,7 +8,7 @@ holds that state and binds the functions as its methods, so the edges (MCP serve
 
 from __future__ import annotations
 
-from . import browse, context, export, forget, known, read, recall, reindex, remember, status, update
+from . import browse, context, export, forget, known, quarantine, read, recall, reindex, remember, status, update
 from . import sync as git_sync
 from .state import ServiceState
 
@@ -32,5 +32,7 @@ class MemoryService(ServiceState):
     editable = browse.editable
     stores = browse.stores
     browse = browse.browse
+    quarantined = quarantine.quarantined
+    release = quarantine.release
     sync = git_sync.sync
     git_setup = git_sync.git_setup

@@ -13,6 +13,7 @@ from ..domain.lifecycle import check_editable, check_transition
 from ..domain.memory import OptionalValues
 from ..domain.models import UpdateAnswer
 from ..domain.provenance import Origin
+from ..domain.screen import memory_texts, quarantine_marker, screen
 from ..domain.secrets import refuse_secrets
 from ..domain.textinput import check_optional
 from ..domain.vocabulary import PERSON_TRUSTS, RESOLUTIONS, UPDATE_OP_FIELDS, UPDATE_OPS, MemoryType, State, Trust
@@ -116,6 +117,7 @@ def update(
             state=fresh.state if fresh else mem.state,
             changed=[i for i, _ in changed],
             message=message,
+            quarantine=fresh.quarantine if fresh else mem.quarantine,
             index=merged_report(opened),
         )
 
@@ -160,6 +162,14 @@ def _edit(
     texts |= {n: v for n, v in fields.items() if n in EDIT_VALUES and isinstance(v, str)}
     if any(texts.values()) and not _stays_local(s, mem):
         refuse_secrets(texts)
+    verdict = screen(
+        memory_texts(new_title or "", new_body or "", fields.get("source"), entities and fields.get("entities"))
+    )
+    if verdict.invisible:
+        raise InputError(verdict.refusal())
+    if not verdict.clean and mem.quarantine is None:
+        # the tool surface can put a memory in quarantine, never take one out
+        fields["quarantine"] = quarantine_marker(verdict, now[:10])
 
     def mutate(meta: dict) -> None:
         for key, value in fields.items():
@@ -175,9 +185,14 @@ def _edit(
         canon.rewrite(s.store.memory_file(mem.path), mutate, new_title, new_body, expected_sha=request.expected_sha256)
     except canon.CanonError as exc:
         raise StaleWriteError(f"expected_sha256: {exc}; nothing was written") from None
+    held = "; put in quarantine: " + fields["quarantine"] if "quarantine" in fields else ""
     return [(mem.id, mem.path)], "edited: " + ", ".join(
-        [*fields, *(["title"] if new_title else []), *(["body"] if new_body is not None else [])]
-    )
+        [
+            *(f for f in fields if f != "quarantine"),
+            *(["title"] if new_title else []),
+            *(["body"] if new_body is not None else []),
+        ]
+    ) + held
 
 
 def _pair_holder(opened: list[Opened], pair_hash: str | None) -> tuple[Opened, ix.IndexedMemory]:

@@ -311,6 +311,8 @@ class WebView:
                         raise InputError("confirm: type the memory's id or its exact title to purge it")
                     await self._call(self.service.forget, mem_id, "purge", confirm=True, **ctx.where)
                     return RedirectResponse(ctx.url("/memories", done="purge"), status_code=303)
+                elif action == "release":  # a person's decision: the one place besides the CLI that releases
+                    await self._call(self.service.release, mem_id, **ctx.where)
                 elif action == "resolve":
                     choice = text.get("choice", "keep_both")
                     winner = choice.removeprefix("win:") if choice.startswith("win:") else None

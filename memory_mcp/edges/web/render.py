@@ -16,14 +16,16 @@ from markupsafe import Markup
 
 from ...domain.fields import BY_NAME, EDIT_VALUES, Kind
 from ...domain.models import MemoryType, State, Trust
+from ...domain.screen import visible
 from ..answer_text import result_marks
 from .guard import LOOPBACK
 
 
 def _escaped(value: Any) -> Markup:
+    """Every value HTML-escaped, and any hidden character a memory holds written out (`<U+E0041>`)."""
     if hasattr(value, "__html__"):  # a macro's output or a block: already HTML
         return Markup(value)
-    return Markup(html.escape("" if value is None else str(value), quote=True))
+    return Markup(html.escape(visible("" if value is None else str(value)), quote=True))
 
 
 def day(stamp: str | None) -> str:

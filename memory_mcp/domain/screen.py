@@ -1,0 +1,1028 @@
+"""The screen for memory poisoning: what a memory's text holds that could turn it against its user.
+
+Four kinds of finding, each a pure function over text (no I/O), composed by `screen`:
+
+- `invisible` (a): characters a person does not see but a model reads — the Unicode tag block (except an emoji
+  subdivision flag), bidi embeddings and overrides, isolates that wrap no right-to-left text, zero-width
+  characters outside the sequences that need them (ZWJ inside an emoji sequence or after a virama, ZWNJ
+  between letters of a script that uses it), runs of variation selectors, Hangul fillers. Korean and accented
+  text pass untouched.
+- `fetch` (b): Markdown or HTML that makes a renderer fetch an outside address: images, iframes, scripts,
+  stylesheets, CSS `url(...)`/`@import`, event handlers. A link written as text (`[docs](https://…)`) is fine.
+- `instruction` (c): text that addresses the agent to override its instructions or safety rules, to run
+  fetched code, to send data, files or credentials somewhere, or to hide something from the user — in
+  English, Korean and Spanish, also through split words, homoglyphs, code blocks and chat-template tokens.
+- `payload` (d): long encoded runs (base64, hex) that decode to text, and decode-and-run commands.
+
+The answer per kind is the caller's (docs/design/guarantees.md): invisible characters are refused on tool
+writes and escaped wherever a file holding them is served; any finding puts a memory that does get in into
+quarantine. Folding and the confusable skeleton come from domain/text.py.
+"""
+
+from __future__ import annotations
+
+import base64
+import binascii
+import re
+import unicodedata
+from collections.abc import Iterator
+from dataclasses import dataclass
+from functools import lru_cache
+
+from .text import fold, hangul_joined, skeleton, word_starts
+
+INVISIBLE = "invisible"
+FETCH = "fetch"
+INSTRUCTION = "instruction"
+PAYLOAD = "payload"
+KINDS = (INVISIBLE, FETCH, INSTRUCTION, PAYLOAD)
+
+
+@dataclass(frozen=True)
+class Finding:
+    kind: str  # one of KINDS
+    field: str  # the text it was found in: title, body, source, entities
+    position: int  # 1-based character position in that text
+    what: str  # short, shown to people: "U+E0041 (Unicode tag character)", "Markdown image from host"
+
+
+@dataclass(frozen=True)
+class Verdict:
+    findings: tuple[Finding, ...] = ()
+
+    @property
+    def clean(self) -> bool:
+        return not self.findings
+
+    @property
+    def invisible(self) -> tuple[Finding, ...]:
+        return tuple(f for f in self.findings if f.kind == INVISIBLE)
+
+    @property
+    def reason(self) -> str:
+        """One line for the quarantine marker: each kind once, with its first finding."""
+        seen: dict[str, Finding] = {}
+        for f in self.findings:
+            seen.setdefault(f.kind, f)
+        return "; ".join(f"{LABELS[k]}: {f.what} ({f.field}, character {f.position})" for k, f in seen.items())
+
+    def refusal(self) -> str:
+        """The error of a tool write holding invisible characters: where the first one is."""
+        f = self.invisible[0]
+        return (
+            f"{f.field}: character {f.position} is {f.what}, invisible to a person but read by a model; remove it "
+            "(emoji sequences, variation selectors and right-to-left text are accepted); nothing was written"
+        )
+
+
+LABELS = {
+    INVISIBLE: "invisible characters",
+    FETCH: "fetches an outside address when rendered",
+    INSTRUCTION: "addresses the agent",
+    PAYLOAD: "encoded payload",
+}
+
+
+def screen(texts: dict[str, str | None]) -> Verdict:
+    """Every finding in the texts given (field name → text), in field order."""
+    found: list[Finding] = []
+    for name, text in texts.items():
+        if text:
+            found += screen_text(text, name)
+    return Verdict(tuple(found))
+
+
+def screen_text(text: str, field: str = "body") -> list[Finding]:
+    return [
+        *invisible_characters(text, field),
+        *fetching_markup(text, field),
+        *agent_instructions(text, field),
+        *encoded_payloads(text, field),
+    ]
+
+
+# ---------------------------------------------------------------- (a) invisible characters
+
+# the candidates, one class: a text without any of them (almost every text) costs one search
+_SUSPECT = re.compile(
+    "[\u00ad\u034f\u061c\u115f\u1160\u17b4\u17b5\u180b-\u180f\u200b-\u200f\u202a-\u202e\u2060-\u206f\u3164"
+    "\ufe00-\ufe0f\ufeff\uffa0\ufff9-\ufffb\U000e0000-\U000e007f\U000e0100-\U000e01ef]"
+)
+_RTL = re.compile("[\u0590-\u08ff\ufb1d-\ufdff\ufe70-\ufefc\U00010800-\U00010fff\U0001e800-\U0001efff]")
+_NAMES = {
+    "\u00ad": "soft hyphen",
+    "\u061c": "Arabic letter mark",
+    "\u200b": "zero-width space",
+    "\u200c": "zero-width non-joiner",
+    "\u200d": "zero-width joiner",
+    "\u200e": "left-to-right mark",
+    "\u200f": "right-to-left mark",
+    "\u2060": "word joiner",
+    "\ufeff": "zero-width no-break space",
+}
+
+
+def _name(ch: str) -> str:
+    cp = ord(ch)
+    if 0xE0000 <= cp <= 0xE007F:
+        what = "Unicode tag character"
+    elif 0x202A <= cp <= 0x202E:
+        what = "bidi embedding or override"
+    elif 0x2066 <= cp <= 0x2069:
+        what = "bidi isolate"
+    elif 0xFE00 <= cp <= 0xFE0F or 0xE0100 <= cp <= 0xE01EF or 0x180B <= cp <= 0x180F:
+        what = "variation selector"
+    else:
+        what = _NAMES.get(ch) or unicodedata.name(ch, "invisible character").lower()
+    return f"U+{cp:04X} ({what})"
+
+
+def _pictographic(ch: str) -> bool:
+    if not ch:
+        return False
+    cp = ord(ch)
+    return (
+        0x1F000 <= cp <= 0x1FAFF
+        or 0x2600 <= cp <= 0x27BF
+        or 0x2300 <= cp <= 0x23FF
+        or 0x2B00 <= cp <= 0x2BFF
+        or cp in (0x00A9, 0x00AE, 0x203C, 0x2049, 0x2122, 0x2139, 0x3030, 0x303D, 0x3297, 0x3299)
+        or 0x2190 <= cp <= 0x21FF
+        or 0x25A0 <= cp <= 0x25FF
+    )
+
+
+def _emoji_part(ch: str) -> bool:
+    """Part of an emoji sequence: a pictograph, a skin tone, a keycap, variation selector 16."""
+    if not ch:
+        return False
+    cp = ord(ch)
+    return _pictographic(ch) or 0x1F3FB <= cp <= 0x1F3FF or cp in (0xFE0F, 0x20E3) or 0x1F1E6 <= cp <= 0x1F1FF
+
+
+def _joins_letters(before: str, after: str) -> bool:
+    """ZWNJ/ZWJ between letters (or a mark) of a script that writes them: Persian, Arabic, Indic, ..."""
+    return (
+        bool(before)
+        and bool(after)
+        and ord(before) >= 0x0590
+        and ord(after) >= 0x0590
+        and unicodedata.category(before)[0] in "LM"
+        and unicodedata.category(after)[0] in "LM"
+        and not ("\uac00" <= before <= "\ud7a3")
+    )
+
+
+def invisible_characters(text: str, field: str = "body") -> list[Finding]:
+    """Each hidden character, by position (a run of tag characters counts once, at its start)."""
+    if text.isascii():
+        return []
+    found: list[Finding] = []
+    rtl = None
+    n = len(text)
+    for m in _SUSPECT.finditer(text):
+        i, ch = m.start(), m.group()
+        cp = ord(ch)
+        before = text[i - 1] if i else ""
+        after = text[i + 1] if i + 1 < n else ""
+        if 0xE0020 <= cp <= 0xE007F:
+            # an emoji subdivision flag: 🏴 + tag letters + cancel tag (England, Scotland, Wales)
+            j = i
+            while j > 0 and 0xE0020 <= ord(text[j - 1]) <= 0xE007E:
+                j -= 1
+            if j > 0 and text[j - 1] == "\U0001f3f4":
+                k = i
+                while k < n and 0xE0020 <= ord(text[k]) <= 0xE007E:
+                    k += 1
+                if k < n and text[k] == "\U000e007f" and k - j <= 8:
+                    continue
+        elif cp == 0x200D:
+            if (_emoji_part(before) and _pictographic(after)) or _joins_letters(before, after):
+                continue
+        elif cp == 0x200C:
+            if _joins_letters(before, after):
+                continue
+        elif 0xFE00 <= cp <= 0xFE0F or 0xE0100 <= cp <= 0xE01EF or 0x180B <= cp <= 0x180D:
+            # one selector after a visible base character selects its glyph; a run of them carries data
+            if before and not _SUSPECT.match(before) and unicodedata.category(before)[0] not in "ZC":
+                continue
+        elif cp in (0x200E, 0x200F, 0x061C) or 0x2066 <= cp <= 0x2069:
+            # marks and isolates belong to right-to-left text; around nothing right-to-left they only hide order
+            rtl = bool(_RTL.search(text)) if rtl is None else rtl
+            if rtl and (cp not in range(0x2066, 0x206A) or _balanced_isolates(text)):
+                continue
+        elif cp == 0xFEFF and i == 0:
+            continue
+        elif cp == 0x200B and (i == 0 or before == "\n") and text.startswith("---", i + 1):
+            continue  # the server's own guard: a body line `---` must not pass for a second frontmatter block
+        elif cp == 0x00AD and before.isalpha() and after.isalpha():
+            continue  # a soft hyphen inside a word is a hyphenation hint
+        if 0xE0000 <= cp <= 0xE007F and before and 0xE0000 <= ord(before) <= 0xE007F:
+            continue  # a run of tag characters is one finding, at its start
+        found.append(Finding(INVISIBLE, field, i + 1, _name(ch)))
+    return found
+
+
+def _balanced_isolates(text: str) -> bool:
+    depth = 0
+    for ch in text:
+        if ch in "\u2066\u2067\u2068":
+            depth += 1
+        elif ch == "\u2069":
+            depth -= 1
+            if depth < 0:
+                return False
+    return depth == 0
+
+
+def visible(text: str) -> str:
+    """The text with each hidden character `invisible_characters` finds written as `<U+XXXX>`: how a file that
+    holds them is served (nothing else changes; a text without them is returned as it is)."""
+    found = invisible_characters(text) if not text.isascii() else []
+    if not found:
+        return text
+    out, last = [], 0
+    for m in _SUSPECT.finditer(text):
+        i = m.start()
+        if not _hidden_at(text, i, found):
+            continue
+        out += [text[last:i], f"<U+{ord(m.group()):04X}>"]
+        last = i + 1
+    out.append(text[last:])
+    return "".join(out)
+
+
+def _hidden_at(text: str, i: int, found: list[Finding]) -> bool:
+    # a tag run is reported once but escaped whole
+    for f in found:
+        start = f.position - 1
+        if start == i:
+            return True
+        if start < i and 0xE0000 <= ord(text[start]) <= 0xE007F and 0xE0000 <= ord(text[i]) <= 0xE007F:
+            if all(0xE0000 <= ord(c) <= 0xE007F for c in text[start : i + 1]):
+                return True
+    return False
+
+
+def strip_invisible(text: str) -> str:
+    """The text without any candidate hidden character: what the other detectors read (a zero-width space
+    inside "ig\u200bnore" must not hide the word)."""
+    return text if text.isascii() else _SUSPECT.sub("", text)
+
+
+# ---------------------------------------------------------------- (b) markup that fetches when rendered
+
+_REMOTE = r"(?:[a-z]{2,8}:)?//"  # https://, http://, ftp://, //host
+_MD_IMAGE = re.compile(r"!\[(?:[^\]\\]|\\.)*\]\s*\(\s*<?\s*(" + _REMOTE + r"[^)\s>]*)", re.IGNORECASE)
+_MD_IMAGE_REF = re.compile(r"!\[((?:[^\]\\]|\\.)*)\](?:\s*\[((?:[^\]\\]|\\.)*)\])?")
+_MD_DEFINITION = re.compile(r"^ {0,3}\[((?:[^\]\\]|\\.)+)\]:\s*<?(" + _REMOTE + r"\S*)", re.IGNORECASE | re.MULTILINE)
+_FETCH_TAG = re.compile(
+    r"<\s*(img|image|iframe|frame|embed|object|script|video|audio|source|track|link|input|body|svg|use|meta|base"
+    r"|style|picture|portal|table|td|applet|bgsound)\b[^>]*?"
+    r"(?:\b(?:src|srcset|href|xlink:href|data|poster|background|content|codebase|action)\s*=\s*['\"]?\s*"
+    r"(?:[^'\"\s>]*?(?:url=)?)" + _REMOTE + r"|\bon[a-z]+\s*=)",
+    re.IGNORECASE | re.DOTALL,
+)
+_CSS_FETCH = re.compile(r"(?:url\(\s*['\"]?\s*" + _REMOTE + r"|@import\s+(?:url\()?\s*['\"]?\s*" + _REMOTE + ")", re.I)
+_ANY_EVENT = re.compile(r"<\s*[a-z][a-z0-9-]*\b[^>]*\bon(?:error|load|mouseover|focus|begin)\s*=", re.I | re.DOTALL)
+_HOST = re.compile(r"//([^/\s?#'\")>]*)")
+
+
+def _host(url: str) -> str:
+    m = _HOST.search(url)
+    return m.group(1) if m else url[:40]
+
+
+_CODE = re.compile(r"(?ms)^ {0,3}(`{3,}|~{3,})[^\n]*\n.*?(?:^ {0,3}\1[`~]*[ \t]*$|\Z)|(`+)(?!`).+?(?<!`)\2(?!`)")
+_ALWAYS_LOADS = re.compile(r"<\s*(iframe|frame|frameset|script|object|embed|applet|portal)\b", re.IGNORECASE)
+
+
+def _outside_code(text: str) -> str:
+    """The text with code spans and fenced code blocks blanked (same length): a renderer fetches nothing in them."""
+    if "`" not in text and "~~~" not in text:
+        return text
+    return _CODE.sub(lambda m: " " * len(m.group()), text)
+
+
+def fetching_markup(text: str, field: str = "body") -> list[Finding]:
+    """Each image, frame, script, stylesheet or CSS address a Markdown/HTML renderer would fetch from outside
+    (code spans and code blocks are not rendered, so what is inside them is not counted)."""
+    found: list[Finding] = []
+    if not ("![" in text or "<" in text or "url(" in text.lower() or "@import" in text.lower()):
+        return found
+    text = _outside_code(text)
+    if "![" in text:
+        for m in _MD_IMAGE.finditer(text):
+            found.append(Finding(FETCH, field, m.start() + 1, f"Markdown image from {_host(m.group(1))}"))
+        if "]:" in text and not found:
+            defined = {fold(m.group(1)): m.group(2) for m in _MD_DEFINITION.finditer(text)}
+            for m in _MD_IMAGE_REF.finditer(text):
+                url = defined.get(fold(m.group(2) or m.group(1)))
+                if url:
+                    found.append(Finding(FETCH, field, m.start() + 1, f"Markdown image from {_host(url)}"))
+    if "<" in text or "(" in text or "@" in text:
+        for m in _ALWAYS_LOADS.finditer(text):
+            found.append(Finding(FETCH, field, m.start() + 1, f"HTML <{m.group(1).lower()}>"))
+        for m in _FETCH_TAG.finditer(text):
+            found.append(Finding(FETCH, field, m.start() + 1, f"HTML <{m.group(1).lower()}> that loads"))
+        if not found:
+            for m in _ANY_EVENT.finditer(text):
+                found.append(Finding(FETCH, field, m.start() + 1, "HTML event handler"))
+        for m in _CSS_FETCH.finditer(text):
+            found.append(Finding(FETCH, field, m.start() + 1, "CSS that loads an outside address"))
+    return found
+
+
+# ---------------------------------------------------------------- (c) text that addresses the agent
+
+
+def _rx(*parts: str) -> re.Pattern[str]:
+    return re.compile("|".join(f"(?:{p})" for p in parts))
+
+
+_NON_ASCII = "\x00non-ascii"  # `_needs` for a pattern that can only match letters beyond ASCII (Korean)
+
+
+def _needs(part: str) -> str | None:
+    """A text a searched pattern cannot match without: so a memory without it skips the search."""
+    if re.match(r"(?:\\b)?\(?(?:\?:)?[\u1100-\ud7a3]", part):
+        return _NON_ASCII
+    for hint, text in (("<!--", "<!--"), ("ahora", "ahora"), ("<\\(", "<("), ("-c\\s", "-c"), ("//", "//")):
+        if hint in part:
+            return text
+    return None
+
+
+def _top_level(pattern: str) -> list[str]:
+    """A pattern's top-level alternatives (`a|b` → [a, b]; groups and classes kept whole)."""
+    out, cur, depth, i = [], "", 0, 0
+    while i < len(pattern):
+        c = pattern[i]
+        if c == "\\":
+            cur += pattern[i : i + 2]
+            i += 2
+            continue
+        if c == "[":
+            j = i + 1
+            if pattern[j : j + 1] == "^":
+                j += 1
+            if pattern[j : j + 1] == "]":
+                j += 1
+            while pattern[j] != "]":
+                j += 2 if pattern[j] == "\\" else 1
+            cur += pattern[i : j + 1]
+            i = j + 1
+            continue
+        if c == "(":
+            depth += 1
+        elif c == ")":
+            depth -= 1
+        elif c == "|" and depth == 0:
+            out.append(cur)
+            cur = ""
+            i += 1
+            continue
+        cur += c
+        i += 1
+    out.append(cur)
+    return out
+
+
+def _leading_words(part: str) -> list[str] | None:
+    """The literal starts of a pattern that opens with `\\b(?:a|b|...)` or a literal word: what a word of the text
+    must begin with for the pattern to match there (None: it opens otherwise and is searched the slow way)."""
+    body = part[2:] if part.startswith("\\b") else part
+    if body.startswith("(?:"):
+        depth, i, alts, cur = 0, 3, [], ""
+        while i < len(body):
+            c = body[i]
+            if c == "\\":
+                cur += body[i : i + 2]
+                i += 2
+                continue
+            if c == "(":
+                depth += 1
+            elif c == ")":
+                if depth == 0:
+                    alts.append(cur)
+                    break
+                depth -= 1
+            elif c == "|" and depth == 0:
+                alts.append(cur)
+                cur = ""
+                i += 1
+                continue
+            cur += c
+            i += 1
+        else:
+            return None
+    else:
+        alts = [body]
+    starts = []
+    for alt in alts:
+        lit = re.match(r"[a-z0-9'\u00c0-\ud7a3 -]*", alt).group()  # the literal letters before any operator
+        if alt[len(lit) : len(lit) + 1] in ("?", "*", "{"):
+            lit = lit[:-1]  # the last letter is optional
+        lit = lit.split(" ")[0].split("'")[0].split("-")[0]
+        if len(lit) < 2:
+            return None
+        starts.append(lit)
+    return starts
+
+
+class _Words:
+    """Alternatives tried only where a word of the text starts as one of them begins: each pattern is indexed by the
+    first letters of its opening words and matched anchored there (`match`, not `search`), so a memory costs one
+    dictionary look-up per word instead of every pattern tried at every position. Patterns that open otherwise are
+    searched whole."""
+
+    def __init__(self, *parts: str) -> None:
+        self.index: dict[str, list[re.Pattern[str]]] = {}
+        self.searched: list[tuple[re.Pattern[str], str | None]] = []  # with what a text must hold to be searched
+        for part in (alt for whole in parts for alt in _top_level(whole)):
+            starts = _leading_words(part)
+            rx = re.compile(part[2:] if part.startswith("\\b") else part)
+            if starts is None or starts[0][0] >= "\u1100":  # Korean glues words: searched, not anchored
+                self.searched.append((re.compile(part), _needs(part)))
+                continue
+            for start in starts:
+                bucket = self.index.setdefault(start[:3], [])  # a word's first three letters (or two, if that short)
+                if rx not in bucket:
+                    bucket.append(rx)
+
+    def finditer(self, view: str, starts: dict[str, list[int]]) -> Iterator[re.Match[str]]:
+        index = self.index
+        for key in starts.keys() & index.keys():  # a set intersection in C: most texts share no key with a group
+            rxs = index[key]
+            for pos in starts[key]:
+                for rx in rxs:
+                    m = rx.match(view, pos)
+                    if m is not None:
+                        yield m
+        for rx, needs in self.searched:
+            if needs is None or (view if needs != _NON_ASCII else ("" if view.isascii() else needs)).find(needs) >= 0:
+                yield from rx.finditer(view)
+
+    def find(self, view: str, starts: dict[str, list[int]]) -> re.Match[str] | None:
+        return next(self.finditer(view, starts), None)
+
+    def search(self, sentence: str) -> re.Match[str] | None:
+        return self.find(sentence, _keyed(sentence))
+
+
+@lru_cache(maxsize=256)
+def _keyed(view: str) -> dict[str, list[int]]:
+    """Where each word of the text starts, by its first three letters and by its first two (a pattern opening with
+    a two-letter word is filed under two): what `_Words` looks its patterns up by. Kept for the few views and
+    sentences one screen reads again; never changed by a reader."""
+    keyed: dict[str, list[int]] = {}
+    for pos, word in word_starts(view):
+        keyed.setdefault(word[:3], []).append(pos)
+        if len(word) > 2:
+            keyed.setdefault(word[:2], []).append(pos)
+    return keyed
+
+
+class _All:
+    """A sentence that holds every one of the patterns, in any order: one linear search each, where one pattern
+    with stretches between its parts would backtrack through every combination."""
+
+    def __init__(self, *parts: str) -> None:
+        self.parts = [_Words(p) for p in parts]
+
+    def find(self, view: str, starts: dict[str, list[int]]) -> re.Match[str] | None:
+        for m in self.parts[0].finditer(view, starts):
+            sentence = _sentence_at(view, m.start())
+            if all(part.search(sentence) is not None for part in self.parts[1:]):
+                return m
+        return None
+
+
+class _Any:
+    """The first of several matchers (patterns or `_All`s) that finds something."""
+
+    def __init__(self, *matchers: re.Pattern[str] | _All) -> None:
+        self.matchers = matchers
+
+    def find(self, view: str, starts: dict[str, list[int]]) -> re.Match[str] | None:
+        for matcher in self.matchers:
+            m = matcher.find(view, starts)
+            if m is not None:
+                return m
+        return None
+
+
+def _sentence_at(view: str, pos: int) -> str:
+    """The sentence around `pos`: from the last line break or full stop followed by a space, to the next."""
+    begin = max(view.rfind("\n", 0, pos), view.rfind(". ", 0, pos), view.rfind("? ", 0, pos), view.rfind("! ", 0, pos))
+    ends = [
+        i for i in (view.find("\n", pos), view.find(". ", pos), view.find("? ", pos), view.find("! ", pos)) if i >= 0
+    ]
+    return view[begin + 1 : min(ends) if ends else len(view)]
+
+
+_W = r"[\w'-]*"  # the rest of a word
+_ANY = r"[^.!?\n]{0,60}?"  # a short stretch within one sentence
+
+# English, Spanish and Korean, over `fold`ed text (lower case, no accents, Hangul whole), homoglyphs mapped
+_OVERRIDE = _Words(
+    r"\b(?:ignore|disregard|forget|override|overrule|bypass|skip|drop|abandon|set aside|discard|do not follow"
+    r"|don'?t follow|stop following|no longer follow)\b[^.!?\n]{0,40}?\b(?:previous|prior|above|earlier|preceding"
+    r"|original|initial|system|safety|security|all|any|your|existing|current|developer|operator|the user'?s?)\b"
+    r"[^.!?\n]{0,30}?\b(?:instructions?|rules?|prompts?|guidelines?|directives?|directions|guardrails?|polic(?:y|ies)"
+    r"|constraints|restrictions|safeguards|programming|orders|commands|messages|context|requests?)\b",
+    r"\boverrid(?:e|es|ing)\s+(?:any|all|the|your)?\s*(?:conflicting\s+|other\s+)?(?:system\s+|safety\s+)?"
+    r"(?:rules|instructions|prompts?|policies|guidelines)\b",
+    r"\b(?:are|as) (?:instructions|commands|orders) (?:from the user )?(?:and |that )?(?:must|should|shall) be "
+    r"(?:followed|obeyed|executed)",
+    r"\binstead of (?:your|the) (?:system prompt|instructions|rules|guidelines)\b"
+    r"|\byour (?:real|true|actual|new|updated) (?:instructions|rules|orders|system prompt) (?:are|is|live)\b",
+    r"\b(?:note|message|instructions?) (?:to|for) (?:the )?(?:ai|llm|assistant|agent|model|claude|gpt|copilot)s?\b"
+    r"|\bif you are an? (?:ai|llm|language model|assistant|agent|bot)\b"
+    r"|<!--[^>]{0,40}\b(?:ai|llm|assistant|agent|model|claude|gpt|copilot)s?\b",
+    r"\b(?:assistants?|agents?|models?|ais?) (?:may|can|are allowed to|must) now\b",
+    r"\b(?:ignore|disregard|forget)\s+(?:all\s+|everything\s+)?(?:of\s+)?(?:the\s+)?(?:above|preceding|foregoing)"
+    r"(?:\s+(?:text|content|instructions|messages?))?\s*(?:and\b|,|\.|;|:|$)",
+    r"\b(?:pretend|act as if|imagine|assume)\s+(?:that\s+)?you\s+(?:have|had|are under)\s+no\s+(?:restrictions|rules"
+    r"|limits|filters|guidelines|safety|policies|constraints)",
+    r"\b(?:reveal|print|show|repeat|output|leak|dump)\s+(?:me\s+)?(?:your|the)\s+(?:full\s+|hidden\s+)?(?:system prompt"
+    r"|instructions|initial prompt|hidden instructions)",
+    r"\b(?:ignore|disregard|forget|override|bypass)\s+(?:the\s+)?(?:system\s+prompt|safety|guardrails|your rules"
+    r"|everything (?:above|before|else)|all of the above)",
+    r"\byou are now\b[^.!?\n]{0,40}\b(?:unrestricted|jailbroken|dan|free|without|no longer|in developer|an? "
+    r"(?:ai|assistant|agent|model) (?:that|who|with|without))",
+    r"\b(?:developer|god|jailbreak|dan|unrestricted|sudo)\s+mode\b[^.!?\n]{0,30}\b(?:enabled|on|activated|activate"
+    r"|enable)\b|\benable (?:developer|dan|jailbreak|god) mode\b",
+    r"\bnew (?:system )?(?:instructions|rules|directives)\s*:|\bsystem (?:override|instruction|directive)\s*:"
+    r"|\bupdated? system prompt\b",
+    r"\b(?:act|behave|respond) as if (?:you (?:have|had) no|there (?:are|were) no) (?:rules|restrictions|limits)",
+    r"\bwithout (?:any )?(?:safety|ethical) (?:checks|restrictions|filters|guidelines)\b",
+    # Spanish
+    r"\b(?:ignora|ignore|ignorar|ignoren|olvida|olvide|olvidar|olviden|omite|omita|omitir|descarta|descartar"
+    r"|desatiende|salta|saltate|anula|anular|no sigas|deja de seguir|haz caso omiso (?:a|de))\b[^.!?\n]{0,40}?"
+    r"\b(?:instrucciones|indicaciones|reglas|normas|directrices|restricciones|ordenes|politicas|prompt|consignas"
+    r"|salvaguardas|seguridad)\b",
+    r"\b(?:ahora eres|a partir de ahora eres)\b[^.!?\n]{0,40}\b(?:sin restricciones|sin limites|libre|dan)\b",
+    r"\bmodo (?:desarrollador|dios|sin restricciones|jailbreak|administrador|admin|root)\b",
+    r"\bnuevas instrucciones\s*:",
+    # Korean
+    r"(?:이전|앞의|앞선|위의|기존|모든|시스템|원래|이전의|너의|당신의|기본)\s*(?:의\s*)?"
+    r"(?:지시|지침|명령|규칙|지시사항|지시 사항|안내|프롬프트|설정|안전\s*규칙|보안\s*규칙|가이드라인)[^.!?\n]{0,20}?"
+    r"(?:무시|잊어|잊고|따르지\s*마|따르지\s*말|어기|우회|무효)",
+    r"(?:안전|보안)\s*(?:규칙|정책|장치|지침|제한)[^.!?\n]{0,15}?(?:무시|우회|해제|끄)",
+    r"시스템\s*프롬프트[^.!?\n]{0,15}?(?:무시|바꿔|변경|덮어|공개)",
+    r"(?:개발자|탈옥|제한\s*없는)\s*모드",
+    r"새로운\s*(?:지시|지침|규칙)\s*:",
+)
+_RUN_FETCHED_WORDS = _Words(
+    r"\b(?:curl|wget|fetch|iwr|invoke-webrequest|irm|invoke-restmethod)\b[^|\n;]{0,200}\|\s*(?:sudo\s+)?(?:ba|z|k|da)?sh\b",
+    r"\b(?:curl|wget|iwr|irm|invoke-webrequest|invoke-restmethod)\b[^|\n;]{0,200}\|\s*(?:sudo\s+)?(?:python\d?|perl|ruby|node"
+    r"|iex|invoke-expression|powershell|pwsh|php)\b",
+    r"\b(?:ba|z)?sh\s+<\(\s*(?:curl|wget)\b|\b(?:ba|z)?sh\s+-c\s+['\"]?\$\(\s*(?:curl|wget)\b",
+    r"\b(?:iex|invoke-expression)\s*\(?\s*(?:\(?\s*new-object\s+net\.webclient\)?\.downloadstring|iwr|irm"
+    r"|invoke-webrequest|invoke-restmethod)",
+    r"\beval\s*[\"'(`]*\s*\$\(\s*(?:curl|wget)\b",
+    r"\b(?:python\d?|node|perl|ruby)\s+-[ce]\s+['\"]?[^'\"\n]{0,80}(?:urlopen|requests\.get|urllib|http\.get|fetch\()",
+    r"\b(?:download|fetch|get|pull)\b[^.!?\n]{0,80}\b(?:and|then)\s+(?:run|execute|exec|eval(?:uate)?|source|pipe it"
+    r" to (?:sh|bash))\b(?:\s+it)?",
+    r"\b(?:run|execute|ejecuta|ejecutar)\b[^.!?\n]{0,20}\b(?:remote|downloaded|fetched|remotos?|descargados?)"
+    r" (?:scripts?|code|codigo|commands?|comandos?)\b|\b(?:scripts?|codigo) remotos?\b",
+    r"\b(?:run|execute|source|eval)\b[^.!?\n]{0,40}\b(?:script|code|payload|file|commands?) (?:from|at|hosted at"
+    r"|downloaded from)\s+(?:" + _REMOTE + "|the (?:url|link|address))",
+    # Spanish
+    r"\b(?:descarga|descargar|baja|bajar|obten)\b[^.!?\n]{0,80}\b(?:y|luego)\s+(?:ejecuta|ejecutar|ejecutalo|corre"
+    r"|correlo|lanza|lanzalo)\b",
+    r"\b(?:ejecuta|ejecutar|corre|lanza)\b[^.!?\n]{0,60}\b(?:script|codigo|comando|archivo)\b[^.!?\n]{0,20}"
+    r"\b(?:desde|de|en)\s+(?:" + _REMOTE + ")",
+    # Korean
+    r"(?:다운로드|내려받|받아)[^.!?\n]{0,40}?(?:실행|돌려)",
+)
+_RUN_FETCHED = _Any(_RUN_FETCHED_WORDS, _All("//", "(?:실행|돌려)"))
+_SENSITIVE = (
+    r"(?:credentials?|passwords?|passwd|secrets?|api[ _-]?keys?|access[ _-]?keys?|private[ _-]?keys?|tokens?|"
+    r"ssh[ _-]?keys?|id_rsa|id_ed25519|\.ssh\b|\.aws\b|\.env\b|\.netrc|\.npmrc|\.pypirc|\.git-credentials|"
+    r"env(?:ironment)? var(?:iable)?s|cookies|session|keychain|wallet|seed phrase|conversation history|chat history|"
+    r"(?:conversation |chat |session )?transcripts?|kube ?config|\.kube\b|(?:every|all|each|any) (?:the )?(?:files?|documents?)|"
+    r"cop(?:y|ies) of|"
+    r"system prompt|memory files|memories|the files|source code|(?:the )?contents? of|/etc/(?:passwd|shadow)|"
+    r"credenciales|contrasenas?|claves?|secretos|tokens|llaves|archivos|historial|variables de entorno|"
+    r"자격\s*증명|비밀번호|암호|토큰|키|인증\s*정보|환경\s*변수|개인\s*키|파일|대화\s*기록|시크릿)"
+)
+_TO_OUTSIDE = (
+    r"\b(?:to|into|at|via)\b\s*(?:"
+    + _REMOTE
+    + r"|[\w.+-]+@[\w-]+\.[\w.]+|(?:this|the|my|our|an?|that) (?:url|endpoint|webhook"
+    r"|server|address|email|inbox|gist|pastebin|channel|bucket))"
+)
+_A_FUERA = (
+    r"\b(?:a|al|hacia|en)\b\s*(?:"
+    + _REMOTE
+    + r"|[\w.+-]+@[\w-]+\.[\w.]+|(?:esta|la|este|el|mi|nuestro|nuestra|un|una) "
+    r"(?:url|direccion|servidor|webhook|correo|endpoint))"
+)
+_SEND_VERB = (
+    r"\b(?:send|post|upload|forward|email|e-mail|mail|exfiltrate|transmit|leak|share|copy|pipe|paste|submit|sync"
+    r"|report|beacon|push)\b"
+)
+_EXFILTRATE = _Any(
+    _All(_SEND_VERB, _SENSITIVE, _TO_OUTSIDE),
+    _Words(
+        r"\b(?:curl|wget|http|invoke-webrequest|iwr|nc|ncat|netcat)\b[^\n]{0,120}?(?:-d\s*@|--data(?:-binary)?\s*@"
+        r"|-f\s*['\"]?\w+=@|--upload-file|-t\s|-infile|<\s*~|\$\(cat\b|`cat\b|@~/|@\$home)",
+        r"\bcat\b[^|\n]{0,80}(?:\.ssh|\.aws|\.env|credentials|id_rsa|passwd|\.netrc)[^|\n]{0,40}\|\s*(?:curl|nc|ncat"
+        r"|netcat|wget|mail|base64)",
+        r"\b(?:include|embed|put|append|encode|add)\s+(?:it|them|this|that|these|the (?:contents?|values?|results?|output))"
+        r"\s+(?:in|into|to|as)\s+(?:an?\s+|the\s+)?(?:markdown\s+|html\s+)?(?:image|img|url|link|query|request)",
+    ),
+    _All(
+        r"\b(?:include|append|embed|put|add|attach)\b",
+        _SENSITIVE,
+        r"\b(?:in|into|to)\b[^.!?\n]{0,30}\b(?:url|link|image|query(?: string)?|request|repl(?:y|ies)|responses?|answers?"
+        r"|messages?|outputs?|comments?|commits?|issues?|pull requests?)\b",
+    ),
+    # Spanish
+    _All(
+        r"\b(?:envia|enviar|envie|envien|manda|mandar|mande|sube|subir|suba|reenvia|reenviar|comparte|compartir|copia"
+        r"|copiar|filtra|transmite|publica)\b",
+        _SENSITIVE,
+        _A_FUERA,
+    ),
+    # Korean
+    _All(r"//|@[\w-]+\.", r"(?:전송|보내|업로드|올려|전달|공유)"),
+    _All(
+        _SENSITIVE,
+        r"(?:외부|서버|주소|웹훅|이메일|메일|공개|저장소|이슈|깃허브|github|gist)",
+        r"(?:전송|보내|업로드|올려|전달|붙여|공유)",
+    ),
+)
+_HIDE = _Words(
+    r"\b(?:do not|don'?t|never|must not|mustn'?t|without)\s+(?:tell|telling|inform|informing|mention|mentioning"
+    r"|notify|notifying|alert|alerting|reveal|revealing|show|showing|let|letting|disclose|disclosing|say|report"
+    r"|reporting)\b[^.!?\n]{0,40}?\b(?:the user|the human|the person|the developer|the operator|them|him|her)\b"
+    r"(?![^.!?\n]{0,40}\b(?:about|that) (?:the )?(?:surprise|party|gift|birthday|present))",
+    r"\b(?:hide|conceal|keep)\b[^.!?\n]{0,40}?\b(?:from|secret from|hidden from)\s+(?:the )?(?:user|human|person"
+    r"|developer|operator)\b",
+    r"\b(?:silently|secretly|quietly|covertly|without (?:the user|anyone) (?:knowing|noticing|seeing))\b"
+    r"[^.!?\n]{0,60}?\b(?:send|upload|run|execute|exfiltrate|forward|delete|install|post|copy|change|modify|add|remove"
+    r"|disable|read|cat|open|collect|gather|grab|fetch|include|append|embed)\b",
+    r"\b(?:send|upload|run|execute|forward|delete|install|post|copy|change|modify|add|remove|disable)\b[^.!?\n]{0,80}?"
+    r"\b(?:silently|secretly|covertly|without (?:telling|informing|asking|notifying|alerting) (?:the )?(?:user|human"
+    r"|anyone|them))\b",
+    r"\b(?:this|these) (?:instructions?|messages?|notes?|memory|memories)\b[^.!?\n]{0,30}\b(?:must|should) "
+    r"(?:not be|never be|stay) (?:shown|revealed|mentioned|visible|hidden|secret)",
+    r"\bremove (?:this|these|any) (?:from|trace)|\bdelete this (?:memory|note|message) after\b",
+    r"\b(?:do not|don'?t|never)\s+(?:mention|report|include|note|list|show)\s+(?:it|this|that|them|these)\s+in\s+"
+    r"(?:the|your|any)\s+(?:summary|reply|response|answer|report|changelog|pr|pull request|output)",
+    r"\b(?:comply|follow|obey|apply|do (?:this|it|so))\b[^.!?\n]{0,30}\b(?:silently|secretly|quietly|without "
+    r"(?:telling|informing|mentioning))",
+    r"\bno (?:lo |la |los |las |le |les )?(?:menciones|digas|comentes|reportes|incluyas|informes)\s+en\s+(?:el|la|los"
+    r"|las|tu|tus)\s+(?:resumen|respuesta|informe|reporte|changelog|pr|salida)",
+    r"\b(?:cumple|aplica|sigue|obedece)\b[^.!?\n]{0,30}\b(?:en silencio|silenciosamente|sin avisar|sin decir)",
+    # Spanish
+    r"\b(?:no|nunca|sin)\s+(?:le\s+|les\s+)?(?:digas|diga|decir|decirle|decirles|menciones|mencione|mencionar|informes"
+    r"|informe|informar|informarle|avises|avise|avisar|avisarle|cuentes|cuente|contar|contarle|reveles|revelar|muestres"
+    r"|mostrar)\b[^.!?\n]{0,40}?\b(?:al usuario|a la usuaria|a los usuarios|al humano|al desarrollador|nada|a nadie)\b",
+    r"\b(?:oculta|ocultar|ocultale|esconde|esconder|escondele)\b[^.!?\n]{0,40}?\b(?:al|del|de la|a la)\s+(?:usuario"
+    r"|usuaria|humano|desarrollador)\b",
+    r"\b(?:en secreto|sin que (?:el usuario|la usuaria|nadie) (?:lo )?(?:sepa|note|vea|se entere)|silenciosamente)\b",
+    # Korean
+    r"사용자(?:에게|한테|가|는)?[^.!?\n]{0,20}?(?:알리지|말하지|보여주지|언급하지|알려주지|보고하지)\s*(?:마|말|않)",
+    r"사용자\s*몰래|사용자가\s*(?:모르게|눈치채지\s*못하게|알지\s*못하게)|몰래\s*(?:전송|실행|보내|설치|삭제|업로드)",
+    r"(?:숨기|숨겨)[^.!?\n]{0,10}?(?:사용자|유저)|(?:사용자|유저)[^.!?\n]{0,15}?(?:숨기|숨겨)",
+)
+# chat-template tokens and role markers: a memory never needs them
+_TEMPLATE = re.compile(
+    r"<\|\s*(?:im_start|im_end|system|user|assistant|endoftext|eot_id|start_header_id|end_header_id|begin_of_text"
+    r"|end_of_text|eom_id|python_tag|channel|message|end|start|tool|ipython)\s*\|>|\[(?:system|assistant|developer)\]\(#"
+    r"|^\s*(?:system|sistema|시스템|developer|admin)\s*:[^\n]{0,80}?\b(?:you|your|the user|assistant|agents?|never|always"
+    r"|must|ignore|ejecuta|modo|instrucci\w*|activad[oa]|pre-?approved|aprobad[oa]|sin preguntar|without asking)"
+    r"|^\s*(?:human|user|usuario|사용자)\s*:[^\n]*\n\s*(?:assistant|ai|asistente|어시스턴트)\s*:"
+    r"|\[/?inst\]|<<\s*/?sys\s*>>|</?start_of_turn>|</?end_of_turn>|<\|[a-z_]{2,24}\|>|</s>\s*<s>"
+    r"|^\s*#{2,3}\s*(?:system|instruction|new instructions?)\s*:|^\s*(?:system|assistant)\s*:\s*(?:you|ignore|from now"
+    r"|new|override)|<\s*/?\s*(?:system|system-reminder|system_prompt|instructions)\s*>",
+    re.IGNORECASE | re.MULTILINE,
+)
+# Split words ("i g n o r e", "ig-nore", "ig.nore"): the letters alone, matched against phrases that are
+# never innocent run together
+_SQUASHED = re.compile(
+    "ignore(?:all|any)?(?:the)?(?:previous|prior|above|earlier|your|system)(?:instructions|rules|prompt|guidelines)"
+    "|disregard(?:all|any)?(?:the)?(?:previous|prior|above|earlier|your|system)(?:instructions|rules|prompt|guidelines)"
+    "|forget(?:all|any)?(?:the)?(?:previous|prior|above|earlier|your)(?:instructions|rules)"
+    "|ignora(?:todas)?(?:las)?instrucciones(?:anteriores|previas)"
+    "|olvida(?:todas)?(?:las)?instrucciones"
+    "|exfiltrate|credentialsto|sendthecontentsof|donottelltheuser|donttelltheuser|withouttellingtheuser"
+    "|developermodeenabled|jailbreakmode"
+)
+_LETTERS_ONLY = re.compile(r"[^a-z]+")
+# skipping the user's confirmation is a wish people have ("don't ask before fixing typos"); with money moved, data
+# destroyed or code fetched in the same memory it is the shape of a planted step
+_NO_CONFIRM = _Words(
+    r"\b(?:do not|don'?t|never|without|no need to)\s+(?:ask(?:ing)?|confirm(?:ing)?|check(?:ing)? with|prompt(?:ing)?)"
+    r"\b[^.!?\n]{0,30}\b(?:user|them|confirm|confirmation|approval|first)\b|\bpre-?approved\b",
+    r"\bsin (?:preguntar|pedir (?:confirmacion|permiso)|confirmar|avisar)\b|\bno (?:le )?pidas confirmacion\b",
+    r"(?:확인|허락|승인)\s*(?:없이|불필요|받지\s*말)|묻지\s*(?:말|않)",
+)
+_DANGER = _Words(
+    r"\btransfer\w*\b[^.!?\n]{0,40}\b(?:to|into) (?:account|iban|wallet)|\bwire\b[^.!?\n]{0,30}\b(?:to|money|funds)"
+    r"|\biban\b|\brm -rf\b|\bpush --force\b|\bforce-push|\bdrop (?:table|database)\b|\bdelete (?:all|every)\b"
+    r"|\b(?:curl|wget|iwr)\b|\bremote scripts?\b|\bcredentials?\b|\bsecrets?\b|\btokens?\b",
+    r"\btransfiere\w*\b|\btransferencia\b|\bcuenta\b[^.!?\n]{0,20}\b[a-z]{2}\d{2}\b|\bborra (?:todo|todos)\b",
+    r"송금|이체|계좌|전부\s*삭제|모두\s*삭제",
+)
+# a report that quotes an injection it saw is not one
+_QUOTED_REPORT = re.compile(
+    r"injection|inyeccion|인젝션|incident|incidente|사례|contained|contenia|문구|phrase|frase|example|ejemplo|예시"
+)
+_QUOTED_SPAN = re.compile(r"'[^'\n]{3,80}'|\"[^\"\n]{3,80}\"|‘[^’\n]{3,80}’|“[^”\n]{3,80}”|«[^»\n]{3,80}»")
+_QUOTES = "'\"‘’“”«»「」『』"
+
+
+def _quoted(folded: str, start: int, end: int) -> bool:
+    before = folded[max(0, start - 2) : start]
+    after = folded[end : end + 12]
+    return any(q in before for q in _QUOTES) and any(q in after for q in _QUOTES)
+
+
+# each group with the word stems a sentence must hold before its patterns run: a plain memory runs none of them
+_GROUPS = (
+    (
+        "_OVERRIDE",
+        "asks to override its instructions",
+        "ignor disregard forget overr bypass skip drop abandon aside discard follow instruction instead your note "
+        "message if<you <!-- now above preceding foregoing pretend act<as imagine assume reveal print show repeat "
+        "output leak dump mode new system behave respond without olvid omit descart desatiend salta anula sigas seguir "
+        "caso eres modo nuevas 무시 잊 따르지 어기 우회 무효 해제 끄 프롬프트 모드 새로운",
+    ),
+    (
+        "_RUN_FETCHED",
+        "asks to run fetched code",
+        "curl wget fetch iwr irm invoke iex sh eval python node perl ruby download get pull run execut source ejecut "
+        "corre lanza descarg baja obten remot 다운로드 내려받 받아 실행 돌려",
+    ),
+    (
+        "_EXFILTRATE",
+        "asks to send data away",
+        "send post upload forward mail exfil transmit leak share copy pipe paste submit sync report beacon push curl "
+        "wget http iwr nc netcat cat include append embed put add attach encode envi mand sube subir suba reenv "
+        "compart copia filtra publica 전송 보내 업로드 올려 전달 공유 붙여",
+    ),
+    (
+        "_HIDE",
+        "asks to hide something from the user",
+        "tell inform mention notify alert reveal show let disclos say report hide conceal keep silent secret quiet "
+        "covert without remove delete must should comply follow obey apply do never not n't no nunca sin oculta "
+        "escond cumple aplica sigue obedece silencios 사용자 몰래 모르게 숨기 숨겨 유저",
+    ),
+)
+_STEMS = {name: tuple(w.replace("<", " ") for w in stems.split()) for name, _, stems in _GROUPS}
+_CONFIRM_STEMS = tuple("ask confirm check prompt approv pregunt pedir pidas avisar 확인 허락 승인 묻지".split())
+# a sentence: up to a line break or a full stop followed by a space (the dot in a URL or `.env` does not end one)
+_SENTENCE = re.compile(r"(?:[^\n.!?。]|[.!?。](?=\S))+")
+_LEET = str.maketrans("0134577@$|!", "oieasttasii")
+
+
+def _sentences(view: str, plain: str, field: str) -> list[Finding]:
+    """The sentence patterns over one view of the text (folded, or Korean spelled apart joined)."""
+    found: list[Finding] = []
+    starts = _keyed(view)
+    for name, what, _ in _GROUPS:
+        for hit in _finditer(globals()[name], view, starts):
+            at, end = hit.start(), hit.end()
+            if name == "_OVERRIDE" and _quoted(view, at, end) and _QUOTED_REPORT.search(view):
+                continue  # a report quoting the injection it saw
+            quote = " ".join(hit.group().split())[:60]
+            found.append(Finding(INSTRUCTION, field, _position(at, view, plain), f"{what}: {quote!r}"))
+            break
+    if not found:
+        skip = _NO_CONFIRM.find(view, starts)
+        if skip is not None and _DANGER.find(view, starts) is not None:
+            quote = " ".join(skip.group().split())[:60]
+            found.append(
+                Finding(INSTRUCTION, field, _position(skip.start(), view, plain), f"asks to act unconfirmed: {quote!r}")
+            )
+    return found
+
+
+def _finditer(matcher: _Words | _All | _Any, view: str, starts: dict[str, list[int]]) -> Iterator[re.Match[str]]:
+    if isinstance(matcher, _Words):
+        yield from matcher.finditer(view, starts)
+    else:
+        m = matcher.find(view, starts)
+        if m is not None:
+            yield m
+
+
+def agent_instructions(text: str, field: str = "body") -> list[Finding]:
+    """Where the text addresses the agent: override, run fetched code, send data away, hide from the user,
+    or a chat-template token. Read through homoglyphs, hidden characters, case and accents, split words,
+    leetspeak and Korean spelled apart."""
+    plain = strip_invisible(text)
+    found: list[Finding] = []
+    m = _TEMPLATE.search(plain)
+    if m is not None:
+        found.append(Finding(INSTRUCTION, field, m.start() + 1, f"chat-template token {m.group().strip()[:30]!r}"))
+    folded = fold(skeleton(plain))
+    folded = folded.replace("`", " ").replace("*", "").replace("_", " ").replace("\u2019", "'")
+    found += _sentences(folded, plain, field)
+    if not found and not folded.isascii() and any("\u1100" <= c <= "\ud7a3" for c in folded):
+        joined = hangul_joined(skeleton(plain))
+        if joined != folded:
+            found += _sentences(joined, plain, field)
+    if not found:
+        source = _QUOTED_SPAN.sub(" ", folded) if _QUOTED_REPORT.search(folded) else folded
+        squashed = _LETTERS_ONLY.sub("", source.translate(_LEET))
+        hit = _SQUASHED.search(squashed)
+        if hit is not None:
+            found.append(Finding(INSTRUCTION, field, 1, f"split or disguised words: {hit.group()!r}"))
+    return found
+
+
+def _position(i: int, folded: str, plain: str) -> int:
+    # folding keeps lengths for almost all text; where it did not, the start is the honest answer
+    return i + 1 if len(folded) == len(plain) else 1
+
+
+# ---------------------------------------------------------------- (d) encoded payloads
+
+_BASE64_RUN = re.compile(r"[A-Za-z0-9+/_-]{40,}={0,2}")
+_BASE32_RUN = re.compile(r"[A-Z2-7]{40,}=*")
+_HEX_HINT = re.compile(r"[0-9a-fA-F]{24}|\\x[0-9a-fA-F]{2}\\x|(?:[0-9a-fA-F]{2}[\s,]+){12}")
+_DECODE_HINTS = (
+    "base64",
+    "base32",
+    "base58",
+    "xxd",
+    "openssl",
+    "fromhex",
+    "frombase64",
+    "b64decode",
+    "atob",
+    "powershell",
+    "decod",
+    "descodific",
+    "디코딩",
+    "복호화",
+    "-enc",
+    "unhexlify",
+    "codecs",
+)
+_PERCENT_RUN = re.compile(r"(?:[^\s%]{0,16}%[0-9A-Fa-f]{2}){10,}")
+_HEX_RUN = re.compile(r"(?:\\x)?(?:[0-9a-fA-F]{2}(?:\\x|\s|,\s?0x|0x)?){40,}")
+_DECODE_RUN = re.compile(
+    r"(?:\bbase(?:64|32)\s+(?:-d|--decode|-D)|\bxxd\s+-r|\bopenssl\s+(?:enc\s+)?-d|\bfrom(?:hex|base64)\b|b64decode|atob\()"
+    r"[^\n]{0,120}?(?:\)\s*[\"']?\s*$|\|\s*(?:sudo\s+)?(?:ba|z|k|da)?sh\b|\|\s*(?:python\d?|perl|node|ruby|iex|php)\b)"
+    r"|\b(?:eval|exec|iex|invoke-expression|(?:ba|z)?sh\s+-c)\b[^\n]{0,40}?\$?\(?[^\n]{0,200}?(?:base(?:64|32)\s+(?:-d|--decode|-D)"
+    r"|b64decode|atob|frombase64string|xxd\s+-r)|"
+    r"powershell(?:\.exe)?\b[^\n]{0,80}?\s[-/]e(?:c|nc|ncodedcommand)?\s+['\"]?[a-z0-9+/=]{16,}"
+    r"|\b(?:decode|decoded|decoding|decodifica|decodificar|decodificalo|descodifica|디코딩|복호화)\w*\b[^.\n]{0,80}?"
+    r"(?:\b(?:run|execute|exec|eval|pipe|ejecuta|ejecutar|ejecutalo|corre|correlo)\b|실행|돌려)"
+    r"|base(?:64|32|58)\s+(?:-d|--decode|-D)\b[^\n]{0,40}\|\s*(?:sudo\s+)?(?:ba|z)?sh\b|\b(?:eval|exec)\s*\(\s*(?:atob|base64\.b64decode"
+    r"|b64decode|codecs\.decode|bytes\.fromhex|unhexlify|buffer\.from)\b|frombase64string|powershell(?:\.exe)?\s+(?:-\w+\s+)*-e(?:nc"
+    r"(?:odedcommand)?)?\s+[a-z0-9+/=]{16,}|\bxxd\s+-r\b[^\n]{0,40}\|\s*(?:ba|z)?sh\b|\|\s*base64\s+-d\s*\|\s*(?:python|perl|node)",
+    re.IGNORECASE,
+)
+
+
+def _printable_share(data: bytes) -> float:
+    if not data:
+        return 0.0
+    if len(data) >= 8 and data[1::2].count(0) >= len(data) // 2 - 1:
+        data = data[0::2]  # UTF-16LE text (PowerShell's -EncodedCommand): every other byte is zero
+    try:
+        text = data.decode("utf-8")
+    except UnicodeDecodeError:
+        return 0.0
+    good = sum(1 for c in text if c.isprintable() or c in "\n\r\t")
+    return good / len(text)
+
+
+def encoded_payloads(text: str, field: str = "body") -> list[Finding]:
+    """A run of base64 (40+ characters) or hex (40+ bytes) that decodes to text, or a decode-and-run command."""
+    found: list[Finding] = []
+    low = text.lower()
+    m = _DECODE_RUN.search(text) if any(hint in low for hint in _DECODE_HINTS) else None
+    if m is not None:
+        found.append(Finding(PAYLOAD, field, m.start() + 1, "decode-and-run command"))
+        return found
+    if len(text) < 40:
+        return found
+    for m in _BASE64_RUN.finditer(text):
+        run = m.group()
+        if run.isalpha() or run.isdigit() or not any(c.isdigit() or c in "+/=" for c in run):
+            continue  # one long word, a number, a slug: not base64
+        if any(c in "-_" for c in run) and not any(c in "+/" for c in run):
+            if run.count("-") + run.count("_") > len(run) // 12:
+                continue  # a kebab or snake name
+        data = _b64(run)
+        if data is not None and len(data) >= 30 and _printable_share(data) >= 0.95:
+            found.append(Finding(PAYLOAD, field, m.start() + 1, f"{len(run)} base64 characters that decode to text"))
+            return found
+    for m in _BASE32_RUN.finditer(text):
+        try:
+            data = base64.b32decode(m.group() + "=" * (-len(m.group()) % 8))
+        except (binascii.Error, ValueError):
+            continue
+        if len(data) >= 30 and _printable_share(data) >= 0.95:
+            found.append(
+                Finding(PAYLOAD, field, m.start() + 1, f"{len(m.group())} base32 characters that decode to text")
+            )
+            return found
+    for m in _PERCENT_RUN.finditer(text) if text.count("%") >= 10 else ():
+        start = max(text.rfind(" ", 0, m.start()), text.rfind("\n", 0, m.start())) + 1
+        if "://" in text[start : m.end()] or "?" in text[start : m.start() + 1]:
+            continue  # a link's query string: percent escapes are how URLs carry text
+        found.append(Finding(PAYLOAD, field, m.start() + 1, f"{m.group().count('%')} percent-encoded characters"))
+        return found
+    for m in _HEX_RUN.finditer(text) if _HEX_HINT.search(text) else ():
+        digits = re.sub(r"\\x|0x|[\s,]", "", m.group())
+        try:
+            data = bytes.fromhex(digits[: len(digits) // 2 * 2])
+        except ValueError:
+            continue
+        if len(data) >= 40 and _printable_share(data) >= 0.95:
+            found.append(Finding(PAYLOAD, field, m.start() + 1, f"{len(data)} hex-encoded bytes that decode to text"))
+            return found
+    return found
+
+
+def _b64(run: str) -> bytes | None:
+    body = run.rstrip("=")
+    alt = "-" in body or "_" in body
+    padded = body + "=" * (-len(body) % 4)
+    try:
+        if alt:
+            return base64.urlsafe_b64decode(padded)
+        return base64.b64decode(padded, validate=True)
+    except (binascii.Error, ValueError):
+        return None
+
+
+# ---------------------------------------------------------------- quarantine markers and serving memory as data
+
+
+def memory_texts(title: str, body: str, source: str | None = None, entities: list[str] | None = None) -> dict:
+    """The texts of one memory the screen reads, by field name."""
+    return {
+        "title": title,
+        "body": body,
+        "source": source,
+        **{f"entities[{i}]": e for i, e in enumerate(entities or [])},
+    }
+
+
+def quarantine_marker(verdict: Verdict, day: str) -> str:
+    """The frontmatter value that puts a memory in quarantine: the day and the reason."""
+    return f"{day} {strip_invisible(verdict.reason)}"
+
+
+def text_digest(title: str, body: str) -> str:
+    from hashlib import sha256
+
+    return sha256(f"{title}\n{body}".encode()).hexdigest()[:16]
+
+
+def release_marker(title: str, body: str, day: str) -> str:
+    """The frontmatter value a person's release writes: the day and the digest of the text released."""
+    return f"{day} {text_digest(title, body)}"
+
+
+def released_for(released: str | None, title: str, body: str) -> bool:
+    """A person released exactly this title and body (a text changed since is screened again)."""
+    return bool(released) and str(released).split()[-1] == text_digest(title, body)
+
+
+def quarantine_label(marker: str) -> str:
+    """What recall and the context say beside a quarantined memory: the day and the kinds, never the quoted text
+    (a quote of the memory outside its fence would carry the very words held back)."""
+    day = marker.split(" ", 1)[0]
+    kinds = [label for label in LABELS.values() if label in marker] or ["held for review"]
+    return f"quarantined {day}: {', '.join(kinds)}"
+
+
+FENCE = "~~~"
+_FENCE_LINE = re.compile(r"^( {0,3})(~{3,}|`{3,})", re.MULTILINE)
+
+
+def fenced(label: str, text: str) -> str:
+    """A memory's text as data: inside a fixed `~~~memory` fence, hidden characters escaped, any line that
+    would close (or open) a fence inside it escaped with a backslash. Inside a fence a Markdown renderer renders
+    nothing, so no image, frame or script in the text is fetched."""
+    inner = _FENCE_LINE.sub(lambda m: m.group(1) + "\\" + m.group(2), visible(text.strip("\n")))
+    return f"{FENCE}memory {label}\n{inner}\n{FENCE}" if label else f"{FENCE}memory\n{inner}\n{FENCE}"
+
+
+def visible_data(value: object) -> object:
+    """Every text inside plain data (an answer's JSON) with its hidden characters escaped (`visible`)."""
+    if isinstance(value, str):
+        return visible(value)
+    if isinstance(value, dict):
+        return {k: visible_data(v) for k, v in value.items()}
+    if isinstance(value, list):
+        return [visible_data(v) for v in value]
+    return value
+
+
+def data_line(text: str) -> str:
+    """One line of memory text inside a fence (a context list item): hidden characters escaped, line breaks
+    made spaces, so it can neither close the fence nor pass for another line."""
+    return visible(" ".join(text.split("\n")))
