@@ -22,7 +22,7 @@ from .guard import LOOPBACK
 
 
 def _escaped(value: Any) -> Markup:
-    """Every value HTML-escaped, and any hidden character a memory holds written out (`<U+E0041>`)."""
+    """Every value HTML-escaped, and any hidden character a memory holds written out as its code point."""
     if hasattr(value, "__html__"):  # a macro's output or a block: already HTML
         return Markup(value)
     return Markup(html.escape(visible("" if value is None else str(value)), quote=True))
