@@ -265,3 +265,29 @@ def test_a_memory_made_private_here_while_the_other_machine_edits_it_is_never_wr
     assert "qq10secret" in (a.memories / "n.md").read_text()
     assert "qq10secret" not in remote_history(remote)
     assert "edited on B" in remote_history(remote)
+
+
+async def test_a_server_calling_while_sync_pushes_never_undoes_a_merged_archive(tmp_path: Path) -> None:
+    remote, (a, b) = machines(tmp_path, 2)
+    mem_id = "01KH60JFE05BTRAVE29W5RARCH"
+    write(a.memories / "n.md", memory_text(mem_id, "Team note", "Line one.\n\nLine two.\n\nLine three."))
+    a.sync("--init", str(remote), "--branch", "main")
+    b.sync("--init", str(remote), "--branch", "main")
+    replace_in(b.memories / "n.md", "Line three.", "Line three, edited on B.")
+    b.sync()
+    hook = a.root / ".git" / "hooks" / "pre-push"  # a slow remote: the push takes seconds
+    hook.write_text("#!/bin/sh\nsleep 3\n")
+    hook.chmod(0o755)
+    async with stdio_tools(a.root) as tools:
+        await tools.ok("memory_update", op="set_state", id=mem_id, state="archived", reason="done with it")
+        proc = start_sync(a)
+        calls = 0
+        while proc.poll() is None:  # the server keeps answering while sync merges B's edit, then pushes
+            await tools.status()
+            calls += 1
+        _, err = proc.communicate(timeout=60)
+        assert proc.returncode == 0, err
+        assert calls > 0
+        text = (a.memories / "n.md").read_text()
+        assert "state: archived" in text and "edited on B" in text, text
+        assert (await tools.read(id=mem_id))["frontmatter"]["state"] == "archived"

@@ -180,7 +180,11 @@ def _prefix(git: Git, store_root: Path) -> str:
 
 
 def sync(
-    store_root: Path, options: SyncOptions, progress: Progress | None = None, hold: Hold = nullcontext
+    store_root: Path,
+    options: SyncOptions,
+    progress: Progress | None = None,
+    hold: Hold = nullcontext,
+    settle: Callable[[list[str]], None] | None = None,
 ) -> SyncResult:
     """Commit, fetch, merge, push. Every step that reads or writes the work tree runs holding the store lock
     (`hold`), as every server's write does, and runs to its end even when SIGINT or SIGTERM comes (`Interrupts`):
@@ -221,7 +225,11 @@ def sync(
                 _finish_interrupted(git, prefix, result, checks)
                 _add(result.sent, _commit_local(git, paths, result.notes, [".gitignore", ".gitattributes"], checks))
                 if remote_ref is not None:
+                    seen = len(result.arrived)
                     _merge(git, remote_ref, paths, branch, result)
+                    if settle is not None and len(result.arrived) > seen:
+                        # indexed as merged before the lock goes: no other call may read them as hand edits
+                        settle(result.arrived[seen:])
 
         say("committing local changes")
         locked_step(None)

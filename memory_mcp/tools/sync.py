@@ -22,7 +22,17 @@ def sync(
     """Commit this store's canon, merge the remote's, push; then reconcile the index with what arrived."""
     s = svc.scopes.session(scope)
     before = arrivals.head(s.store.root)
-    result = git_sync.sync(s.store.root, options or git_sync.SyncOptions(), progress, hold=lambda: exclusive(s))
+
+    def settle(merged: list[str]) -> None:
+        """Under the lock the merge held: name teammates' new memories, then index what the merge wrote as
+        merged (an archived memory whose text a merge changed stays archived), before any other call sees it."""
+        arrivals.receive(s.store, before)
+        with s.transaction(rules=PassRules(merged=frozenset(merged))):
+            pass
+
+    result = git_sync.sync(
+        s.store.root, options or git_sync.SyncOptions(), progress, hold=lambda: exclusive(s), settle=settle
+    )
     started = time.perf_counter()
     with exclusive(s):  # a teammate's new memory names its author before it is indexed
         came = arrivals.receive(s.store, before)
@@ -36,7 +46,7 @@ def sync(
         before = arrivals.head(s.store.root)
         again = git_sync.sync(s.store.root, git_sync.SyncOptions(options.remote, result.branch, options.push)
                               if options else git_sync.SyncOptions(branch=result.branch), progress,
-                              hold=lambda: exclusive(s))  # fmt: skip
+                              hold=lambda: exclusive(s), settle=settle)  # fmt: skip
         with exclusive(s):
             came = arrivals.receive(s.store, before, also=came)
         with s.transaction(rules=PassRules(merged=frozenset(again.arrived))) as report:
