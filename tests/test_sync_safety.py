@@ -291,3 +291,18 @@ async def test_a_server_calling_while_sync_pushes_never_undoes_a_merged_archive(
         text = (a.memories / "n.md").read_text()
         assert "state: archived" in text and "edited on B" in text, text
         assert (await tools.read(id=mem_id))["frontmatter"]["state"] == "archived"
+
+
+def test_an_id_shaped_like_a_credential_is_no_secret(tmp_path: Path) -> None:
+    # a ULID's random part can match a detector (`A3T` + 16 capitals reads as an AWS access key): found by the
+    # hostile convergence run (seed 210), where sync kept such memories back
+    remote, (a, b) = machines(tmp_path, 2)
+    mem_id = "01M991A3T1YHH299QTV231VF21"
+    write(a.memories / "n.md", memory_text(mem_id, "Canary shard queue", "Kafka and grafana."))
+    a.cli("remember", "Follow-up", f"Continues {mem_id}.")
+    out = a.sync("--init", str(remote), "--branch", "main")
+    assert not any("secret" in n for n in out["surfaced"]), out["surfaced"]
+    b.sync("--init", str(remote), "--branch", "main")
+    assert "n.md" in b.files()
+    done = a.cli("remember", "Key", "AKIAIOSFODNN7EXAMPLE is the key", code=2)  # a real key's shape still is
+    assert "AWS Access Key" in done.stderr

@@ -28,6 +28,9 @@ def _plugins() -> list[dict[str, str]]:
 
 
 _FIELD_LINE = re.compile(r"^([A-Za-z_][\w-]*)\s*:")
+# a memory id (ULID: Crockford base32, 26 characters) is no credential, though its random part can take the
+# shape of one (`A3T` + 16 capitals is an AWS access key to detect-secrets): ids are masked before the scan
+_ULID = re.compile(r"(?<![0-9A-Za-z])[0-7][0-9A-HJKMNP-TV-Z]{25}(?![0-9A-Za-z])")
 
 
 class SecretScanner(AbstractContextManager["SecretScanner"]):
@@ -49,6 +52,7 @@ class SecretScanner(AbstractContextManager["SecretScanner"]):
         self._settings.__exit__(exc_type, exc, tb)
 
     def kinds(self, line: str) -> list[str]:
+        line = _ULID.sub("ULID", line)
         found = [secret.type for secret in self._scan_line(line)]
         if "=" in line:  # config-file mode: unquoted assignments count too
             found += [s.type for s in self._keyword.analyze_line(filename="memory.ini", line=line, line_number=0)]

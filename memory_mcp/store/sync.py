@@ -645,7 +645,9 @@ def _finish_interrupted(git: Git, prefix: str, result: SyncResult, checks: Share
     if not (git.root / ".git" / "MERGE_HEAD").exists():
         return
     canon_paths = [prefix + n for n in CANON_NAMES]
-    entries = [(xy, p) for xy, p in _status_paths(git, canon_paths) if xy not in UNMERGED]
+    # what the work tree gained since the merge was staged (a staged-only entry, such as a deletion the merge
+    # made, is already in the index)
+    entries = [(xy, p) for xy, p in _status_paths(git, canon_paths) if xy not in UNMERGED and xy[1] != " "]
     stage, unshare = _plan_staging(git, entries, prefix, result.notes, checks)
     if stage:
         git.with_paths(["add", "-A"], stage)
