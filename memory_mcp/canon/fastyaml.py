@@ -18,6 +18,7 @@ tests/test_canon_fastyaml.py checks the two readers against each other on genera
 
 from __future__ import annotations
 
+import re
 from typing import Any
 
 import yaml
@@ -28,7 +29,10 @@ from ruamel.yaml.resolver import implicit_resolvers
 _STR = "tag:yaml.org,2002:str"
 _SEQ = "tag:yaml.org,2002:seq"
 _MAP = "tag:yaml.org,2002:map"
-_FALLBACK_CHARS = frozenset("&*!%|>\t")  # block scalars and tabs: ruamel refuses some that libyaml takes
+_FALLBACK_CHARS = frozenset("&*!%\t")  # anchors, aliases, tags, directives and tabs: the parsers differ there
+# where `|` or `>` can open a block scalar (ruamel refuses some that libyaml takes): first on a line, after a
+# sequence dash or a key's colon. Anywhere else they are plain characters (`origin: sync from Ana <a@x>`)
+_BLOCK_SCALAR = re.compile(r"(?m)(?:^[ ]*(?:-[ ]+)*|[:?-][ ]+)[|>]")
 # tags the fast path builds itself (str) or through ruamel's constructor (the rest)
 _CONSTRUCTED = {
     "tag:yaml.org,2002:null",
@@ -66,7 +70,12 @@ def available() -> bool:
 
 def load(text: str) -> dict[str, Any] | None:
     """The frontmatter mapping as plain dicts/lists/scalars, or None: read this one with ruamel."""
-    if _Loader is None or not _FALLBACK_CHARS.isdisjoint(text) or not text.replace("\n", "").isprintable():
+    if (
+        _Loader is None
+        or not _FALLBACK_CHARS.isdisjoint(text)
+        or _BLOCK_SCALAR.search(text)
+        or not text.replace("\n", "").isprintable()
+    ):
         return None  # control characters, BOM, exotic line breaks and spaces: the two parsers differ there
     try:
         node = yaml.compose(text, Loader=_Loader)
