@@ -15,6 +15,13 @@ from memory_mcp.edges.merge_helper import stop
 from .helpers import Tools, memory_tools, stdio_tools
 
 
+def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
+    """The stress variants (`-m long`) run for minutes: they get half an hour before a hang is declared."""
+    for item in items:
+        if item.get_closest_marker("long") is not None and item.get_closest_marker("timeout") is None:
+            item.add_marker(pytest.mark.timeout(1800))
+
+
 @pytest.fixture(autouse=True, scope="session")
 def merge_helpers_of_this_run() -> Iterator[Path]:
     """The git merge driver leaves a warm helper behind it (edges/merge_helper.py): this run's helpers live in

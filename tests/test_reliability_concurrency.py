@@ -379,3 +379,62 @@ def test_store_lock_busy_is_a_clear_error_and_a_killed_holder_frees_it(tmp_path:
         if holder.poll() is None:
             holder.kill()
             holder.wait(30)
+
+
+def _swap_fifo(path: Path, fifo: Path, data: bytes, stop: threading.Event, swaps: list[int]) -> None:
+    """Put `data` at `path`, then the FIFO `fifo` in its place, then the data again, as fast as possible (one FIFO
+    moved back and forth, so a reader stuck on it can be let go through its other name)."""
+    tmp = path.with_name(".swap.tmp")
+    os.mkfifo(fifo)
+    while not stop.is_set():
+        tmp.write_bytes(data)
+        os.replace(tmp, path)
+        time.sleep(0.0005)
+        os.replace(fifo, path)
+        time.sleep(0.0005)
+        os.replace(path, fifo)
+        swaps[0] += 1
+
+
+def _unblock_fifo_reader(fifo: Path) -> None:
+    """A reader stuck on a FIFO returns once a writer opened and closed it."""
+    try:
+        os.close(os.open(fifo, os.O_WRONLY | os.O_NONBLOCK))
+    except OSError:
+        pass
+
+
+def test_a_fifo_swapped_in_where_a_memory_was_never_blocks_a_call(tmp_path: Path) -> None:
+    """A memory file swapped for a FIFO between the scan and the read (here: the copy of a memory, which the pass
+    reads again to settle the duplicate id) is reported, never opened for a blocking read: the CI run of 81836b8
+    hung on it for 90 minutes."""
+    root = tmp_path / "store"
+    svc = MemoryService(root)
+    made = svc.remember("Anchor memory", "The steady word anchorword stays put.")
+    original = root / made.path
+    copy, fifo = original.with_name("copy-of-anchor.md"), tmp_path / "fifo"
+    stop, swaps, calls, errors = threading.Event(), [0], [0], []
+
+    def work() -> None:
+        try:
+            deadline = time.monotonic() + 3.0
+            while time.monotonic() < deadline:
+                svc.status()
+                calls[0] += 1
+        except Exception as exc:  # noqa: BLE001 - reported by the assertion below
+            errors.append(repr(exc))
+
+    swapper = threading.Thread(target=_swap_fifo, args=(copy, fifo, original.read_bytes(), stop, swaps), daemon=True)
+    worker = threading.Thread(target=work, daemon=True)
+    swapper.start()
+    worker.start()
+    worker.join(30)
+    stop.set()
+    swapper.join(10)
+    hung = worker.is_alive()
+    while worker.is_alive():
+        _unblock_fifo_reader(fifo)
+        worker.join(0.2)
+    svc.close()
+    assert not hung, f"a call blocked on a FIFO after {calls[0]} calls and {swaps[0]} swaps"
+    assert errors == [] and calls[0] > 5 and swaps[0] > 50, (errors, calls, swaps)

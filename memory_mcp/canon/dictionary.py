@@ -11,7 +11,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from ..domain.text import nfkc_casefold
-from .files import sha256_bytes
+from .files import read_bytes, sha256_bytes
 
 _LINE = re.compile(r"^\s*[-*]\s+([^:]+?)\s*:\s*(.*?)\s*$")
 _AKA = re.compile(r"\(\s*aka\s*:\s*([^)]*)\)", re.IGNORECASE)
@@ -135,7 +135,7 @@ class DictionaryFile:
         if stamp == self._stamp:
             return False
         try:
-            data = self.path.read_bytes() if stamp else None
+            data = read_bytes(self.path) if stamp else None
         except OSError:
             data, stamp = None, None  # unreadable: answer without aliases rather than not at all
         self.dictionary = EntityDictionary.parse(data) if data is not None else EntityDictionary()

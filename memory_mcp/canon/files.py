@@ -8,9 +8,11 @@ temp file + fsync + atomic rename so a crash never leaves a partial memory behin
 
 from __future__ import annotations
 
+import errno
 import io
 import os
 import re
+import stat
 import tempfile
 import unicodedata
 from collections.abc import Callable, Iterator
@@ -161,6 +163,40 @@ def _check_node(root: Node) -> None:
 
 
 # ---------------------------------------------------------------- reading
+
+
+def read_regular(
+    path: str | os.PathLike[str], *, cap: int | None = None, follow: bool = True
+) -> tuple[os.stat_result, bytes]:
+    """(fstat, bytes) of a regular file, from one open file: at most `cap` bytes when given.
+
+    Every read of a file that a person, a sync or another process may swap under us goes through here:
+    O_NONBLOCK and the regular-file check keep a FIFO or a device put in its place from blocking the
+    caller forever; fstat describes exactly the file that was read. `follow=False` refuses a symlink.
+    """
+    flags = os.O_RDONLY | getattr(os, "O_NONBLOCK", 0) | getattr(os, "O_BINARY", 0)
+    if not follow:
+        flags |= getattr(os, "O_NOFOLLOW", 0)
+    fd = os.open(path, flags)
+    try:
+        st = os.fstat(fd)
+        if not stat.S_ISREG(st.st_mode):
+            raise OSError(errno.EINVAL, "not a regular file", os.fspath(path))
+        chunks, left = [], -1 if cap is None else cap  # -1: to the end, however the file grew meanwhile
+        while left != 0:
+            chunk = os.read(fd, 1 << 20 if left < 0 else min(left, 1 << 20))
+            if not chunk:
+                break
+            chunks.append(chunk)
+            left = left if left < 0 else left - len(chunk)
+        return st, b"".join(chunks)
+    finally:
+        os.close(fd)
+
+
+def read_bytes(path: str | os.PathLike[str]) -> bytes:
+    """A memory file's bytes (see `read_regular`): never blocks on a FIFO put where a memory was."""
+    return read_regular(path)[1]
 
 
 def sha256_bytes(data: bytes) -> str:
@@ -394,7 +430,7 @@ def _conflicts(value: Any) -> list[ConflictRecord]:
 
 
 def read_frontmatter(path: Path) -> dict[str, Any]:
-    meta, _, _ = split(decode(path.read_bytes()), round_trip=False)
+    meta, _, _ = split(decode(read_bytes(path)), round_trip=False)
     return to_plain(dict(meta))
 
 
@@ -489,7 +525,7 @@ def rewrite(
     Keeps key order, comments and unknown keys. With `expected_sha`, refuses to write when the file
     changed since it was read (no lost write). Returns the new file's sha256.
     """
-    data = path.read_bytes()
+    data = read_bytes(path)
     if expected_sha is not None and sha256_bytes(data) != expected_sha:
         raise CanonError("the file changed since it was read")
     meta, content, _ = split(decode(data))

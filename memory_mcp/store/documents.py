@@ -8,7 +8,6 @@ writes a document.
 
 from __future__ import annotations
 
-import errno
 import fnmatch
 import functools
 import os
@@ -156,7 +155,7 @@ def reconcile_documents(
             doc_table.drop_chunks(conn, path)
             continue
         try:
-            data = _read_no_follow(path)
+            _, data = canon.read_regular(path, follow=False)  # a file swapped for a symlink since the scan is refused
         except OSError as exc:
             doc_table.record_doc_file(conn, path, label, mtime, size, "", f"cannot read: {exc.strerror}")
             doc_table.drop_chunks(conn, path)
@@ -181,15 +180,6 @@ def reconcile_documents(
     report.skipped = [SkippedDocument(path=path, reason=why) for path, why in doc_table.skipped_documents(conn)]
     report.seconds = round(time.perf_counter() - started, 6)
     return report
-
-
-def _read_no_follow(path: str) -> bytes:
-    """A document's bytes; a file swapped for a symlink since the scan is refused, not followed."""
-    fd = os.open(path, os.O_RDONLY | getattr(os, "O_NOFOLLOW", 0) | getattr(os, "O_NONBLOCK", 0))
-    with os.fdopen(fd, "rb") as fh:
-        if not stat.S_ISREG(os.fstat(fd).st_mode):
-            raise OSError(errno.EINVAL, "not a regular file", path)
-        return fh.read()
 
 
 def _iso(ns: int) -> str:

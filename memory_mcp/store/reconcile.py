@@ -6,7 +6,6 @@ no reads) and must never fail because one file is bad or changes underneath it.
 
 from __future__ import annotations
 
-import errno
 import hashlib
 import marshal
 import os
@@ -360,8 +359,8 @@ def _claim(store: Store, rel: str, mem_id: str) -> tuple[bytes, str] | None:
     """(bytes, created) of a file that still holds `mem_id`; None when it does not (changed, gone, unreadable)."""
     try:
         path = store.memory_file(rel)
-        data = path.read_bytes()
-        mem = canon.parse(data, Path(rel).stem, _iso_from_ns(path.stat().st_mtime_ns))
+        st, data = canon.read_regular(path)
+        mem = canon.parse(data, Path(rel).stem, _iso_from_ns(st.st_mtime_ns))
     except (OSError, ContainmentError, canon.CanonError):
         return None
     return (data, mem.created) if mem.id == mem_id else None
@@ -429,7 +428,7 @@ def index_file(
         outcome.reindexed = 1
         return outcome
     try:
-        before, data = _read_capped(path)
+        before, data = canon.read_regular(path, cap=canon.MAX_FILE_BYTES + 1)
     except FileNotFoundError:
         ledger.drop_file(conn, rel)
         outcome.removed = 1
@@ -500,29 +499,6 @@ def index_file(
     ledger.put_file(conn, ledger.FileRow(rel, mtime, before.st_size, sha, mem.id, None, before.st_ino))
     outcome.memory_id = mem.id
     return outcome
-
-
-def _read_capped(path: Path) -> tuple[os.stat_result, bytes]:
-    """The file's stat and at most MAX_FILE_BYTES + 1 of its bytes, from one open file.
-
-    O_NONBLOCK and the regular-file check keep a FIFO or device swapped in after the scan from blocking
-    the pass; fstat describes exactly the file that was read, even if it is replaced meanwhile.
-    """
-    fd = os.open(path, os.O_RDONLY | getattr(os, "O_NONBLOCK", 0) | getattr(os, "O_BINARY", 0))
-    try:
-        st = os.fstat(fd)
-        if not stat.S_ISREG(st.st_mode):
-            raise OSError(errno.EINVAL, "not a regular file", str(path))
-        chunks, left = [], canon.MAX_FILE_BYTES + 1
-        while left > 0:
-            chunk = os.read(fd, min(left, 1 << 20))
-            if not chunk:
-                break
-            chunks.append(chunk)
-            left -= len(chunk)
-        return st, b"".join(chunks)
-    finally:
-        os.close(fd)
 
 
 def _reactivate(meta: dict) -> None:

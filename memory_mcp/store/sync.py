@@ -340,7 +340,7 @@ def pending_changes(store_root: Path) -> bool:
     paths = [_prefix(git, store_root) + name for name in CANON_NAMES]
     for xy, path in _status_paths(git, paths):
         full = git.root / path
-        if xy != "??" or not (full.is_file() and is_local_only(full.read_bytes())):
+        if xy != "??" or not (full.is_file() and is_local_only(canon.read_bytes(full))):
             return True
     return False
 
@@ -409,7 +409,7 @@ def _plan_staging(
     for xy, path in entries:
         full = git.root / path
         if _is_memory_path(path, prefix) and full.is_file():
-            why = checks.withheld(full.read_bytes())
+            why = checks.withheld(canon.read_bytes(full))
             if why is not None:
                 if why.private and xy != "??":
                     unshare.append(path)  # was shared before it was marked local: stop sharing it
@@ -477,7 +477,7 @@ def _describe(
         if status == "D":
             changes.removed.append(_title_of(before_data, path))
             continue
-        data = (git.root / path).read_bytes() if work_tree else new.get(f"{after}:{path}")
+        data = canon.read_bytes(git.root / path) if work_tree else new.get(f"{after}:{path}")
         title = _title_of(data, path)
         if status == "A" or before_data is None:
             changes.added.append(title)
@@ -728,7 +728,7 @@ def _merge_memory_file(
     for file in outcome.extra:
         rel = (parent / file.name).as_posix()
         target = folder / file.name
-        if target.exists() and merge.same_copy(target.read_bytes(), file.data):
+        if target.exists() and merge.same_copy(canon.read_bytes(target), file.data):
             notes.append(f"{rel}: the other side already holds this copy")
             continue
         if target.exists():  # another file under the name: the copy takes a free one
@@ -752,7 +752,7 @@ def _resolve_unmerged(git: Git, prefix: str, result: SyncResult, held: set[str])
     for path, have in stages.items():
         full = git.root / path
         blobs = {n: data[sha] or b"" for n, sha in have.items()}
-        if _is_memory_path(path, prefix) and full.is_file() and is_local_only(full.read_bytes()):
+        if _is_memory_path(path, prefix) and full.is_file() and is_local_only(canon.read_bytes(full)):
             # private here (this machine stopped sharing it), changed on the other side: the shared version goes
             # on in git as the other side left it, and this machine's private file is never written over
             shared = have.get(3) or have[min(have)]
@@ -786,7 +786,7 @@ def _this_side(full: Path, staged: bytes | None) -> bytes | None:
     pull`): then the staged one."""
     if not full.is_file():
         return staged
-    mine = full.read_bytes()
+    mine = canon.read_bytes(full)
     if any(line.startswith((b"<<<<<<< ", b">>>>>>> ")) for line in mine.splitlines()):
         return staged
     return mine

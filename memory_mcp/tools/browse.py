@@ -83,7 +83,7 @@ def editable(svc: ServiceState, id: str, store: str | None = None, scope: str | 
     """A memory's editable fields parsed from the file bytes, with their sha256 (for a safe edit)."""
     with svc.scopes.open(scope, store) as opened:
         o, mem = locate(opened, id)
-        data = o.session.store.memory_file(mem.path).read_bytes()
+        data = canon.read_bytes(o.session.store.memory_file(mem.path))
         try:
             parsed = canon.parse(data, Path(mem.path).stem, "")
         except canon.CanonError as exc:

@@ -52,7 +52,7 @@ def read(
         else:
             o, full, label = _document_file(svc, opened, path)
             rel, mem = display_path(full, svc.scopes.project_root), None
-        data = full.read_bytes()
+        data = canon.read_bytes(full)
         try:
             text = canon.decode(data)
         except canon.CanonError as exc:

@@ -213,7 +213,7 @@ def _verify(s: StoreSession) -> list[Mismatch]:
         if disk[rel].problem:
             continue
         row = files.get(rel)
-        data = s.store.memory_file(rel).read_bytes()
+        data = canon.read_bytes(s.store.memory_file(rel))
         sha = canon.sha256_bytes(data)
         if row is None:
             out.append(Mismatch(path=rel, id=None, problem="file not in the index"))
