@@ -13,6 +13,7 @@ from typing import Any, Literal
 from pydantic import BaseModel, ConfigDict, Field
 
 from .memory import ConflictRecord, Memory, first_paragraph
+from .ranking import ScoreParts
 from .vocabulary import MemoryType, State, Trust
 
 # what the conflict gate calls a neighbour it does not record (search/conflicts.py)
@@ -169,6 +170,10 @@ class ScoreComponents(Answer):
     trigram: float
     like: float
     coverage: float
+
+
+# the ranking's own record of the same parts (domain/ranking.py, no pydantic): one list of fields for both
+assert tuple(ScoreComponents.model_fields) == ScoreParts._fields, "ScoreComponents and ranking.ScoreParts differ"
 
 
 class HandoffInfo(Answer):

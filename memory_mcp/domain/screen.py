@@ -437,9 +437,13 @@ class _Words:
     searched whole."""
 
     def __init__(self, *parts: str) -> None:
+        self.parts = parts  # compiled at the first screen, not at import (a recall that screens nothing pays none)
         self.index: dict[str, list[re.Pattern[str]]] = {}
         self.searched: list[tuple[re.Pattern[str], str | None]] = []  # with what a text must hold to be searched
-        for part in (alt for whole in parts for alt in _top_level(whole)):
+        self.built = False
+
+    def _build(self) -> None:
+        for part in (alt for whole in self.parts for alt in _top_level(whole)):
             starts = _leading_words(part)
             rx = re.compile(part[2:] if part.startswith("\\b") else part)
             if starts is None or starts[0][0] >= "\u1100":  # Korean glues words: searched, not anchored
@@ -449,8 +453,11 @@ class _Words:
                 bucket = self.index.setdefault(start[:3], [])  # a word's first three letters (or two, if that short)
                 if rx not in bucket:
                     bucket.append(rx)
+        self.built = True
 
     def finditer(self, view: str, starts: dict[str, list[int]]) -> Iterator[re.Match[str]]:
+        if not self.built:
+            self._build()
         index = self.index
         for key in starts.keys() & index.keys():  # a set intersection in C: most texts share no key with a group
             rxs = index[key]
