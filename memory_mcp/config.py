@@ -18,7 +18,6 @@ import difflib
 import math
 import os
 import re
-import tomllib
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 from functools import cache
@@ -590,6 +589,8 @@ def _flatten(table: Mapping[str, Any], prefix: str = "") -> list[tuple[str, Any]
 
 
 def _read_toml(path: Path, layer: str) -> dict[str, Any]:
+    import tomllib  # only a settings file that exists is parsed (most one-shot calls have none)
+
     try:
         with path.open("rb") as fh:
             return tomllib.load(fh)
@@ -605,6 +606,8 @@ def _read_toml(path: Path, layer: str) -> dict[str, Any]:
 
 def parse_value(raw: str) -> Any:
     """An environment or `--set` value: a TOML value when it parses as one (3, 0.2, true, [..]), else the text."""
+    import tomllib
+
     try:
         return tomllib.loads(f"v = {raw}")["v"]
     except tomllib.TOMLDecodeError:

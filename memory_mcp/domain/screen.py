@@ -28,8 +28,26 @@ import unicodedata
 from collections.abc import Iterator
 from dataclasses import dataclass
 from functools import lru_cache
+from typing import Any
 
 from .text import fold, hangul_joined, skeleton, word_starts
+
+
+class _Lazy:
+    """A pattern compiled at its first use: a call that screens nothing (a one-shot recall) compiles none of the
+    screen's patterns. Stands for the `re.Pattern` it holds (`search`, `finditer`, `sub`, ...)."""
+
+    __slots__ = ("args", "compiled")
+
+    def __init__(self, *args: Any) -> None:
+        self.args = args
+        self.compiled: re.Pattern[str] | None = None
+
+    def __getattr__(self, name: str) -> Any:
+        if self.compiled is None:
+            self.compiled = re.compile(*self.args)
+        return getattr(self.compiled, name)
+
 
 INVISIBLE = "invisible"
 FETCH = "fetch"
@@ -104,11 +122,11 @@ def screen_text(text: str, field: str = "body") -> list[Finding]:
 # ---------------------------------------------------------------- (a) invisible characters
 
 # the candidates, one class: a text without any of them (almost every text) costs one search
-_SUSPECT = re.compile(
+_SUSPECT = _Lazy(
     "[\u00ad\u034f\u061c\u115f\u1160\u17b4\u17b5\u180b-\u180f\u200b-\u200f\u202a-\u202e\u2060-\u206f\u3164"
     "\ufe00-\ufe0f\ufeff\uffa0\ufff9-\ufffb\U000e0000-\U000e007f\U000e0100-\U000e01ef]"
 )
-_RTL = re.compile("[\u0590-\u08ff\ufb1d-\ufdff\ufe70-\ufefc\U00010800-\U00010fff\U0001e800-\U0001efff]")
+_RTL = _Lazy("[\u0590-\u08ff\ufb1d-\ufdff\ufe70-\ufefc\U00010800-\U00010fff\U0001e800-\U0001efff]")
 _NAMES = {
     "\u00ad": "soft hyphen",
     "\u061c": "Arabic letter mark",
@@ -273,19 +291,19 @@ def strip_invisible(text: str) -> str:
 # ---------------------------------------------------------------- (b) markup that fetches when rendered
 
 _REMOTE = r"(?:[a-z]{2,8}:)?//"  # https://, http://, ftp://, //host
-_MD_IMAGE = re.compile(r"!\[(?:[^\]\\]|\\.)*\]\s*\(\s*<?\s*(" + _REMOTE + r"[^)\s>]*)", re.IGNORECASE)
-_MD_IMAGE_REF = re.compile(r"!\[((?:[^\]\\]|\\.)*)\](?:\s*\[((?:[^\]\\]|\\.)*)\])?")
-_MD_DEFINITION = re.compile(r"^ {0,3}\[((?:[^\]\\]|\\.)+)\]:\s*<?(" + _REMOTE + r"\S*)", re.IGNORECASE | re.MULTILINE)
-_FETCH_TAG = re.compile(
+_MD_IMAGE = _Lazy(r"!\[(?:[^\]\\]|\\.)*\]\s*\(\s*<?\s*(" + _REMOTE + r"[^)\s>]*)", re.IGNORECASE)
+_MD_IMAGE_REF = _Lazy(r"!\[((?:[^\]\\]|\\.)*)\](?:\s*\[((?:[^\]\\]|\\.)*)\])?")
+_MD_DEFINITION = _Lazy(r"^ {0,3}\[((?:[^\]\\]|\\.)+)\]:\s*<?(" + _REMOTE + r"\S*)", re.IGNORECASE | re.MULTILINE)
+_FETCH_TAG = _Lazy(
     r"<\s*(img|image|iframe|frame|embed|object|script|video|audio|source|track|link|input|body|svg|use|meta|base"
     r"|style|picture|portal|table|td|applet|bgsound)\b[^>]*?"
     r"(?:\b(?:src|srcset|href|xlink:href|data|poster|background|content|codebase|action)\s*=\s*['\"]?\s*"
     r"(?:[^'\"\s>]*?(?:url=)?)" + _REMOTE + r"|\bon[a-z]+\s*=)",
     re.IGNORECASE | re.DOTALL,
 )
-_CSS_FETCH = re.compile(r"(?:url\(\s*['\"]?\s*" + _REMOTE + r"|@import\s+(?:url\()?\s*['\"]?\s*" + _REMOTE + ")", re.I)
-_ANY_EVENT = re.compile(r"<\s*[a-z][a-z0-9-]*\b[^>]*\bon(?:error|load|mouseover|focus|begin)\s*=", re.I | re.DOTALL)
-_HOST = re.compile(r"//([^/\s?#'\")>]*)")
+_CSS_FETCH = _Lazy(r"(?:url\(\s*['\"]?\s*" + _REMOTE + r"|@import\s+(?:url\()?\s*['\"]?\s*" + _REMOTE + ")", re.I)
+_ANY_EVENT = _Lazy(r"<\s*[a-z][a-z0-9-]*\b[^>]*\bon(?:error|load|mouseover|focus|begin)\s*=", re.I | re.DOTALL)
+_HOST = _Lazy(r"//([^/\s?#'\")>]*)")
 
 
 def _host(url: str) -> str:
@@ -293,8 +311,8 @@ def _host(url: str) -> str:
     return m.group(1) if m else url[:40]
 
 
-_CODE = re.compile(r"(?ms)^ {0,3}(`{3,}|~{3,})[^\n]*\n.*?(?:^ {0,3}\1[`~]*[ \t]*$|\Z)|(`+)(?!`).+?(?<!`)\2(?!`)")
-_ALWAYS_LOADS = re.compile(r"<\s*(iframe|frame|frameset|script|object|embed|applet|portal)\b", re.IGNORECASE)
+_CODE = _Lazy(r"(?ms)^ {0,3}(`{3,}|~{3,})[^\n]*\n.*?(?:^ {0,3}\1[`~]*[ \t]*$|\Z)|(`+)(?!`).+?(?<!`)\2(?!`)")
+_ALWAYS_LOADS = _Lazy(r"<\s*(iframe|frame|frameset|script|object|embed|applet|portal)\b", re.IGNORECASE)
 
 
 def _outside_code(text: str) -> str:
@@ -698,7 +716,7 @@ _HIDE = _Words(
     r"(?:숨기|숨겨)[^.!?\n]{0,10}?(?:사용자|유저)|(?:사용자|유저)[^.!?\n]{0,15}?(?:숨기|숨겨)",
 )
 # chat-template tokens and role markers: a memory never needs them
-_TEMPLATE = re.compile(
+_TEMPLATE = _Lazy(
     r"<\|\s*(?:im_start|im_end|system|user|assistant|endoftext|eot_id|start_header_id|end_header_id|begin_of_text"
     r"|end_of_text|eom_id|python_tag|channel|message|end|start|tool|ipython)\s*\|>|\[(?:system|assistant|developer)\]\(#"
     r"|^\s*(?:system|sistema|시스템|developer|admin)\s*:[^\n]{0,80}?\b(?:you|your|the user|assistant|agents?|never|always"
@@ -711,7 +729,7 @@ _TEMPLATE = re.compile(
 )
 # Split words ("i g n o r e", "ig-nore", "ig.nore"): the letters alone, matched against phrases that are
 # never innocent run together
-_SQUASHED = re.compile(
+_SQUASHED = _Lazy(
     "ignore(?:all|any)?(?:the)?(?:previous|prior|above|earlier|your|system)(?:instructions|rules|prompt|guidelines)"
     "|disregard(?:all|any)?(?:the)?(?:previous|prior|above|earlier|your|system)(?:instructions|rules|prompt|guidelines)"
     "|forget(?:all|any)?(?:the)?(?:previous|prior|above|earlier|your)(?:instructions|rules)"
@@ -720,7 +738,7 @@ _SQUASHED = re.compile(
     "|exfiltrate|credentialsto|sendthecontentsof|donottelltheuser|donttelltheuser|withouttellingtheuser"
     "|developermodeenabled|jailbreakmode"
 )
-_LETTERS_ONLY = re.compile(r"[^a-z]+")
+_LETTERS_ONLY = _Lazy(r"[^a-z]+")
 # skipping the user's confirmation is a wish people have ("don't ask before fixing typos"); with money moved, data
 # destroyed or code fetched in the same memory it is the shape of a planted step
 _NO_CONFIRM = _Words(
@@ -737,10 +755,10 @@ _DANGER = _Words(
     r"송금|이체|계좌|전부\s*삭제|모두\s*삭제",
 )
 # a report that quotes an injection it saw is not one
-_QUOTED_REPORT = re.compile(
+_QUOTED_REPORT = _Lazy(
     r"injection|inyeccion|인젝션|incident|incidente|사례|contained|contenia|문구|phrase|frase|example|ejemplo|예시"
 )
-_QUOTED_SPAN = re.compile(r"'[^'\n]{3,80}'|\"[^\"\n]{3,80}\"|‘[^’\n]{3,80}’|“[^”\n]{3,80}”|«[^»\n]{3,80}»")
+_QUOTED_SPAN = _Lazy(r"'[^'\n]{3,80}'|\"[^\"\n]{3,80}\"|‘[^’\n]{3,80}’|“[^”\n]{3,80}”|«[^»\n]{3,80}»")
 _QUOTES = "'\"‘’“”«»「」『』"
 
 
@@ -784,7 +802,7 @@ _GROUPS = (
 _STEMS = {name: tuple(w.replace("<", " ") for w in stems.split()) for name, _, stems in _GROUPS}
 _CONFIRM_STEMS = tuple("ask confirm check prompt approv pregunt pedir pidas avisar 확인 허락 승인 묻지".split())
 # a sentence: up to a line break or a full stop followed by a space (the dot in a URL or `.env` does not end one)
-_SENTENCE = re.compile(r"(?:[^\n.!?。]|[.!?。](?=\S))+")
+_SENTENCE = _Lazy(r"(?:[^\n.!?。]|[.!?。](?=\S))+")
 _LEET = str.maketrans("0134577@$|!", "oieasttasii")
 
 
@@ -851,9 +869,9 @@ def _position(i: int, folded: str, plain: str) -> int:
 
 # ---------------------------------------------------------------- (d) encoded payloads
 
-_BASE64_RUN = re.compile(r"[A-Za-z0-9+/_-]{40,}={0,2}")
-_BASE32_RUN = re.compile(r"[A-Z2-7]{40,}=*")
-_HEX_HINT = re.compile(r"[0-9a-fA-F]{24}|\\x[0-9a-fA-F]{2}\\x|(?:[0-9a-fA-F]{2}[\s,]+){12}")
+_BASE64_RUN = _Lazy(r"[A-Za-z0-9+/_-]{40,}={0,2}")
+_BASE32_RUN = _Lazy(r"[A-Z2-7]{40,}=*")
+_HEX_HINT = _Lazy(r"[0-9a-fA-F]{24}|\\x[0-9a-fA-F]{2}\\x|(?:[0-9a-fA-F]{2}[\s,]+){12}")
 _DECODE_HINTS = (
     "base64",
     "base32",
@@ -873,9 +891,9 @@ _DECODE_HINTS = (
     "unhexlify",
     "codecs",
 )
-_PERCENT_RUN = re.compile(r"(?:[^\s%]{0,16}%[0-9A-Fa-f]{2}){10,}")
-_HEX_RUN = re.compile(r"(?:\\x)?(?:[0-9a-fA-F]{2}(?:\\x|\s|,\s?0x|0x)?){40,}")
-_DECODE_RUN = re.compile(
+_PERCENT_RUN = _Lazy(r"(?:[^\s%]{0,16}%[0-9A-Fa-f]{2}){10,}")
+_HEX_RUN = _Lazy(r"(?:\\x)?(?:[0-9a-fA-F]{2}(?:\\x|\s|,\s?0x|0x)?){40,}")
+_DECODE_RUN = _Lazy(
     r"(?:\bbase(?:64|32)\s+(?:-d|--decode|-D)|\bxxd\s+-r|\bopenssl\s+(?:enc\s+)?-d|\bfrom(?:hex|base64)\b|b64decode|atob\()"
     r"[^\n]{0,120}?(?:\)\s*[\"']?\s*$|\|\s*(?:sudo\s+)?(?:ba|z|k|da)?sh\b|\|\s*(?:python\d?|perl|node|ruby|iex|php)\b)"
     r"|\b(?:eval|exec|iex|invoke-expression|(?:ba|z)?sh\s+-c)\b[^\n]{0,40}?\$?\(?[^\n]{0,200}?(?:base(?:64|32)\s+(?:-d|--decode|-D)"
@@ -1007,7 +1025,7 @@ def quarantine_label(marker: str) -> str:
 
 
 FENCE = "~~~"
-_FENCE_LINE = re.compile(r"^( {0,3})(~{3,}|`{3,})", re.MULTILINE)
+_FENCE_LINE = _Lazy(r"^( {0,3})(~{3,}|`{3,})", re.MULTILINE)
 
 
 def fenced(label: str, text: str) -> str:

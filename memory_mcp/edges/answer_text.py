@@ -14,7 +14,8 @@ from ..domain.screen import fenced, quarantine_label
 from ..domain.text import clip
 
 if TYPE_CHECKING:
-    from ..domain.models import IndexReport, ReadAnswer, RecallAnswer, RecallResult, RememberAnswer
+    from ..domain.answers import IndexReport, RecallAnswer, RecallResult
+    from ..domain.models import ReadAnswer, RememberAnswer
 
 EXCERPT_CHARS = 220
 OTHER_TITLE_CHARS = 60

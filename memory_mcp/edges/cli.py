@@ -33,13 +33,13 @@ if TYPE_CHECKING:
     from pydantic import BaseModel
     from tqdm import tqdm
 
+    from ..domain.answers import RecallAnswer
     from ..domain.models import (
         ChainLink,
         ForgetAnswer,
         Progress,
         QuarantineAnswer,
         ReadAnswer,
-        RecallAnswer,
         ReindexAnswer,
         RememberAnswer,
         StatusAnswer,

@@ -11,7 +11,7 @@ from pathlib import Path
 from typing import overload
 
 from ..domain import provenance
-from ..domain.models import RecallResult, ScoreComponents
+from ..domain.answers import RecallResult, ScoreComponents
 from ..domain.ranking import RankingConstants, ScoreParts, score_parts, score_total
 from ..domain.text import Term, fold
 from ..domain.vocabulary import State
