@@ -17,7 +17,7 @@ import pytest
 from starlette.testclient import TestClient
 
 from memory_mcp.canon.files import read_frontmatter
-from memory_mcp.domain.screen import FENCE, invisible_characters, screen, visible
+from memory_mcp.domain.screen import FENCE, invisible_characters, screen, screen_text, visible
 from memory_mcp.edges.web import TOKEN_FIELD, WebView
 from memory_mcp.tools.service import MemoryService
 
@@ -108,6 +108,29 @@ def test_each_kind_is_caught(text: str, kind: str) -> None:
     assert kind in kinds, (text, kinds)
 
 
+def test_the_first_pass_never_leaves_out_a_kind_the_detectors_find() -> None:
+    """The screen's first pass (what each kind cannot do without) skips a detector only where it finds nothing:
+    over every memory of the labelled sets, alone and grown to 2 KB, the screen finds what each detector finds
+    when all of them run on every field."""
+    bench = Path(__file__).resolve().parent.parent / "bench"
+    cases = [
+        json.loads(line)
+        for name in ("poisoning_cases_dev.jsonl", "poisoning_cases_blind.jsonl")
+        for line in (bench / name).read_text(encoding="utf-8").splitlines()
+        if line.strip()
+    ]
+    assert len(cases) > 400
+    for case in cases:
+        for body in (case["body"], "\n".join([case["body"]] * (2048 // max(len(case["body"]), 1) + 1))):
+            texts = {
+                "title": case["title"],
+                "body": body,
+                **{f"e{i}": e for i, e in enumerate(case.get("entities") or [])},
+            }
+            every = [f for name, text in texts.items() for f in screen_text(text, name)]
+            assert {(f.kind, f.field) for f in screen(texts).findings} == {(f.kind, f.field) for f in every}, case["id"]
+
+
 def test_the_invisible_refusal_names_the_position() -> None:
     verdict = screen({"title": "Team prefers tabs" + TAGS})
     [first] = verdict.invisible
@@ -189,6 +212,47 @@ async def test_hidden_characters_in_a_hand_edited_file_are_quarantined_and_serve
     for served in (read.content[0].text, json.dumps(read.structured_content), recall.content[0].text, context):
         assert _hidden(served) == [], served
     assert "<U+E0069>" in read.content[0].text and "Team prefers tabs" not in context
+
+
+async def test_no_tool_answer_or_error_carries_a_hidden_character(tmp_path: Path) -> None:
+    """Every tool's answer, record or error, over stdio: a hand-edited memory whose title and body hold hidden
+    characters is named by status, update, forget and reindex, and in errors, only with them escaped."""
+    store = tmp_path / "store"
+    title = "Team prefers tabs" + TAGS
+    async with stdio_tools(store) as t:
+        await t.remember("Seed", "A first memory so the store exists.")
+        write_file(store / "memories" / "tabs.md", hand_memory("01HANDTABS", title, "Tabs\u202e here.", type="handoff"))
+        write_file(store / "memories" / "tabs-2.md", hand_memory("01HANDTABS2", title, "Tabs\u202e here."))
+        answers = [
+            await t.raw("memory_status"),
+            await t.raw("memory_update", op="edit", id="01HANDTABS", body="Tabs, edited."),
+            await t.raw("memory_update", op="set_state", id="01HANDTABS2", state="deprecated"),  # refused: no reason
+            await t.raw("memory_forget", id="01HANDTABS2", mode="archive"),
+            await t.raw("memory_reindex"),
+            await t.raw("memory_status"),
+        ]
+    served = [json.dumps(a.structured_content or {}, ensure_ascii=False) for a in answers]
+    served += [b.text for a in answers for b in a.content]
+    assert all(_hidden(text) == [] for text in served), [text for text in served if _hidden(text)]
+    assert any("<U+E0069>" in text or "U+E0069" in text for text in served)
+
+
+async def test_remember_quotes_the_listed_memories_inside_a_fence(tmp_path: Path) -> None:
+    """remember's answer lists the memories the new one may contradict: their titles and the gate's evidence are
+    memory text, quoted in a `~~~memory listed` fence; the calls that settle them come after it, by number."""
+    store = tmp_path / "store"
+    async with stdio_tools(store) as t:
+        old = await t.remember("Redis TTL is 86400 s", "The session cache TTL is 86400 s.", entities=["redis"])
+        new = await t.raw("memory_remember", title="Redis TTL is 3600 s", body="The session cache TTL is 3600 s.", entities=["redis"])  # fmt: skip
+    text = new.content[0].text
+    lines = text.splitlines()
+    assert new.structured_content["listed"][0]["id"] == old["id"]
+    start = lines.index(f"{FENCE}memory listed")
+    end = lines.index(FENCE, start + 1)
+    quoted = [n for n, line in enumerate(lines) if "Redis TTL is 86400 s" in line]
+    assert quoted and all(start < n < end for n in quoted), text
+    call = f"1. memory_update op=resolve_conflict id={new.structured_content['id']} other_id={old['id']}"
+    assert lines[end + 1].startswith(call), text
 
 
 # ---------------------------------------------------------------- the CLI: list, release, re-screen

@@ -28,26 +28,8 @@ import unicodedata
 from collections.abc import Iterator
 from dataclasses import dataclass
 from functools import lru_cache
-from typing import Any
 
-from .text import fold, hangul_joined, skeleton, word_starts
-
-
-class _Lazy:
-    """A pattern compiled at its first use: a call that screens nothing (a one-shot recall) compiles none of the
-    screen's patterns. Stands for the `re.Pattern` it holds (`search`, `finditer`, `sub`, ...)."""
-
-    __slots__ = ("args", "compiled")
-
-    def __init__(self, *args: Any) -> None:
-        self.args = args
-        self.compiled: re.Pattern[str] | None = None
-
-    def __getattr__(self, name: str) -> Any:
-        if self.compiled is None:
-            self.compiled = re.compile(*self.args)
-        return getattr(self.compiled, name)
-
+from .text import fold, hangul_joined, skeleton
 
 INVISIBLE = "invisible"
 FETCH = "fetch"
@@ -93,6 +75,8 @@ class Verdict:
         )
 
 
+_CLEAN = Verdict()
+
 LABELS = {
     INVISIBLE: "invisible characters",
     FETCH: "fetches an outside address when rendered",
@@ -102,31 +86,62 @@ LABELS = {
 
 
 def screen(texts: dict[str, str | None]) -> Verdict:
-    """Every finding in the texts given (field name → text), in field order."""
+    """Every finding in the texts given (field name → text), in field order.
+
+    Two passes: the memory's texts joined are first read once for what each kind of finding cannot do without
+    (`possible_kinds`: a few searches in C); almost every memory holds none of it and is clean there. Only the kinds
+    still possible are looked for, field by field, where positions are counted."""
+    present = {name: text for name, text in texts.items() if text}
+    kinds = possible_kinds(*present.values()) if present else ()
+    if not kinds:
+        return _CLEAN
     found: list[Finding] = []
-    for name, text in texts.items():
-        if text:
-            found += screen_text(text, name)
+    for name, text in present.items():
+        found += screen_text(text, name, kinds)
     return Verdict(tuple(found))
 
 
-def screen_text(text: str, field: str = "body") -> list[Finding]:
+def screen_text(text: str, field: str = "body", kinds: tuple[str, ...] = KINDS) -> list[Finding]:
     return [
-        *invisible_characters(text, field),
-        *fetching_markup(text, field),
-        *agent_instructions(text, field),
-        *encoded_payloads(text, field),
+        *(invisible_characters(text, field, limit=_FINDINGS_KEPT) if INVISIBLE in kinds else ()),
+        *(fetching_markup(text, field) if FETCH in kinds else ()),
+        *(agent_instructions(text, field) if INSTRUCTION in kinds else ()),
+        *(encoded_payloads(text, field) if PAYLOAD in kinds else ()),
     ]
+
+
+_FINDINGS_KEPT = 8  # hidden characters a verdict names per text: the refusal names the first, a marker one per kind
+
+
+def possible_kinds(*texts: str) -> tuple[str, ...]:
+    """The kinds of finding the texts could hold: each detector's necessary condition, a superset of what it finds
+    (a kind left out is one its detector would find nothing of in any of them)."""
+    text = "\n".join(texts)
+    low = text.lower()
+    kinds = []
+    if not text.isascii() and _SUSPECT.search(text):
+        kinds.append(INVISIBLE)
+    if "![" in text or "<" in text or "url(" in low or "@import" in low:
+        kinds.append(FETCH)
+    if _may_address(texts):
+        kinds.append(INSTRUCTION)
+    if (
+        _DECODE_HINT.search(low)
+        or text.count("%") >= 10
+        or (len(text) >= 40 and ("\\x" in text or _LONG_RUN.search(text) or _SPACED_PAIR.search(text)))
+    ):
+        kinds.append(PAYLOAD)
+    return tuple(kinds)
 
 
 # ---------------------------------------------------------------- (a) invisible characters
 
 # the candidates, one class: a text without any of them (almost every text) costs one search
-_SUSPECT = _Lazy(
+_SUSPECT = re.compile(
     "[\u00ad\u034f\u061c\u115f\u1160\u17b4\u17b5\u180b-\u180f\u200b-\u200f\u202a-\u202e\u2060-\u206f\u3164"
     "\ufe00-\ufe0f\ufeff\uffa0\ufff9-\ufffb\U000e0000-\U000e007f\U000e0100-\U000e01ef]"
 )
-_RTL = _Lazy("[\u0590-\u08ff\ufb1d-\ufdff\ufe70-\ufefc\U00010800-\U00010fff\U0001e800-\U0001efff]")
+_RTL = re.compile("[\u0590-\u08ff\ufb1d-\ufdff\ufe70-\ufefc\U00010800-\U00010fff\U0001e800-\U0001efff]")
 _NAMES = {
     "\u00ad": "soft hyphen",
     "\u061c": "Arabic letter mark",
@@ -191,18 +206,21 @@ def _joins_letters(before: str, after: str) -> bool:
     )
 
 
-def invisible_characters(text: str, field: str = "body") -> list[Finding]:
-    """Each hidden character, by position (a run of tag characters counts once, at its start)."""
+def invisible_characters(text: str, field: str = "body", limit: int = 0) -> list[Finding]:
+    """Each hidden character, by position (a run of tag characters counts once, at its start); the first `limit`
+    of them where one is given."""
     if text.isascii():
         return []
     found: list[Finding] = []
-    rtl = None
+    rtl = balanced = None
     n = len(text)
     for m in _SUSPECT.finditer(text):
         i, ch = m.start(), m.group()
         cp = ord(ch)
         before = text[i - 1] if i else ""
         after = text[i + 1] if i + 1 < n else ""
+        if 0xE0000 <= cp <= 0xE007F and before and 0xE0000 <= ord(before) <= 0xE007F:
+            continue  # a run of tag characters is one finding, at its start (a flag's letters pass with it)
         if 0xE0020 <= cp <= 0xE007F:
             # an emoji subdivision flag: 🏴 + tag letters + cancel tag (England, Scotland, Wales)
             j = i
@@ -227,7 +245,10 @@ def invisible_characters(text: str, field: str = "body") -> list[Finding]:
         elif cp in (0x200E, 0x200F, 0x061C) or 0x2066 <= cp <= 0x2069:
             # marks and isolates belong to right-to-left text; around nothing right-to-left they only hide order
             rtl = bool(_RTL.search(text)) if rtl is None else rtl
-            if rtl and (cp not in range(0x2066, 0x206A) or _balanced_isolates(text)):
+            if rtl and cp not in range(0x2066, 0x206A):
+                continue
+            balanced = _balanced_isolates(text) if rtl and balanced is None else balanced
+            if rtl and balanced:
                 continue
         elif cp == 0xFEFF and i == 0:
             continue
@@ -235,9 +256,9 @@ def invisible_characters(text: str, field: str = "body") -> list[Finding]:
             continue  # the server's own guard: a body line `---` must not pass for a second frontmatter block
         elif cp == 0x00AD and before.isalpha() and after.isalpha():
             continue  # a soft hyphen inside a word is a hyphenation hint
-        if 0xE0000 <= cp <= 0xE007F and before and 0xE0000 <= ord(before) <= 0xE007F:
-            continue  # a run of tag characters is one finding, at its start
         found.append(Finding(INVISIBLE, field, i + 1, _name(ch)))
+        if len(found) == limit:
+            break
     return found
 
 
@@ -291,19 +312,19 @@ def strip_invisible(text: str) -> str:
 # ---------------------------------------------------------------- (b) markup that fetches when rendered
 
 _REMOTE = r"(?:[a-z]{2,8}:)?//"  # https://, http://, ftp://, //host
-_MD_IMAGE = _Lazy(r"!\[(?:[^\]\\]|\\.)*\]\s*\(\s*<?\s*(" + _REMOTE + r"[^)\s>]*)", re.IGNORECASE)
-_MD_IMAGE_REF = _Lazy(r"!\[((?:[^\]\\]|\\.)*)\](?:\s*\[((?:[^\]\\]|\\.)*)\])?")
-_MD_DEFINITION = _Lazy(r"^ {0,3}\[((?:[^\]\\]|\\.)+)\]:\s*<?(" + _REMOTE + r"\S*)", re.IGNORECASE | re.MULTILINE)
-_FETCH_TAG = _Lazy(
+_MD_IMAGE = re.compile(r"!\[(?:[^\]\\]|\\.)*\]\s*\(\s*<?\s*(" + _REMOTE + r"[^)\s>]*)", re.IGNORECASE)
+_MD_IMAGE_REF = re.compile(r"!\[((?:[^\]\\]|\\.)*)\](?:\s*\[((?:[^\]\\]|\\.)*)\])?")
+_MD_DEFINITION = re.compile(r"^ {0,3}\[((?:[^\]\\]|\\.)+)\]:\s*<?(" + _REMOTE + r"\S*)", re.IGNORECASE | re.MULTILINE)
+_FETCH_TAG = re.compile(
     r"<\s*(img|image|iframe|frame|embed|object|script|video|audio|source|track|link|input|body|svg|use|meta|base"
     r"|style|picture|portal|table|td|applet|bgsound)\b[^>]*?"
     r"(?:\b(?:src|srcset|href|xlink:href|data|poster|background|content|codebase|action)\s*=\s*['\"]?\s*"
     r"(?:[^'\"\s>]*?(?:url=)?)" + _REMOTE + r"|\bon[a-z]+\s*=)",
     re.IGNORECASE | re.DOTALL,
 )
-_CSS_FETCH = _Lazy(r"(?:url\(\s*['\"]?\s*" + _REMOTE + r"|@import\s+(?:url\()?\s*['\"]?\s*" + _REMOTE + ")", re.I)
-_ANY_EVENT = _Lazy(r"<\s*[a-z][a-z0-9-]*\b[^>]*\bon(?:error|load|mouseover|focus|begin)\s*=", re.I | re.DOTALL)
-_HOST = _Lazy(r"//([^/\s?#'\")>]*)")
+_CSS_FETCH = re.compile(r"(?:url\(\s*['\"]?\s*" + _REMOTE + r"|@import\s+(?:url\()?\s*['\"]?\s*" + _REMOTE + ")", re.I)
+_ANY_EVENT = re.compile(r"<\s*[a-z][a-z0-9-]*\b[^>]*\bon(?:error|load|mouseover|focus|begin)\s*=", re.I | re.DOTALL)
+_HOST = re.compile(r"//([^/\s?#'\")>]*)")
 
 
 def _host(url: str) -> str:
@@ -311,8 +332,8 @@ def _host(url: str) -> str:
     return m.group(1) if m else url[:40]
 
 
-_CODE = _Lazy(r"(?ms)^ {0,3}(`{3,}|~{3,})[^\n]*\n.*?(?:^ {0,3}\1[`~]*[ \t]*$|\Z)|(`+)(?!`).+?(?<!`)\2(?!`)")
-_ALWAYS_LOADS = _Lazy(r"<\s*(iframe|frame|frameset|script|object|embed|applet|portal)\b", re.IGNORECASE)
+_CODE = re.compile(r"(?ms)^ {0,3}(`{3,}|~{3,})[^\n]*\n.*?(?:^ {0,3}\1[`~]*[ \t]*$|\Z)|(`+)(?!`).+?(?<!`)\2(?!`)")
+_ALWAYS_LOADS = re.compile(r"<\s*(iframe|frame|frameset|script|object|embed|applet|portal)\b", re.IGNORECASE)
 
 
 def _outside_code(text: str) -> str:
@@ -358,7 +379,7 @@ def _rx(*parts: str) -> re.Pattern[str]:
     return re.compile("|".join(f"(?:{p})" for p in parts))
 
 
-_NON_ASCII = "\x00non-ascii"  # `_needs` for a pattern that can only match letters beyond ASCII (Korean)
+_NON_ASCII = "\x00hangul"  # `_needs` for a pattern that opens with a Korean letter
 
 
 def _needs(part: str) -> str | None:
@@ -406,10 +427,12 @@ def _top_level(pattern: str) -> list[str]:
     return out
 
 
-def _leading_words(part: str) -> list[str] | None:
-    """The literal starts of a pattern that opens with `\\b(?:a|b|...)` or a literal word: what a word of the text
-    must begin with for the pattern to match there (None: it opens otherwise and is searched the slow way)."""
+def _leading_words(part: str) -> list[tuple[str, bool]] | None:
+    """The literal starts of a pattern that opens with `\\b(?:a|b|...)` or a literal word: what the text must hold
+    at a word start for the pattern to match there, each with whether it must end a word there (None: it opens
+    otherwise and is searched the slow way)."""
     body = part[2:] if part.startswith("\\b") else part
+    after = ""  # what follows the opening group
     if body.startswith("(?:"):
         depth, i, alts, cur = 0, 3, [], ""
         while i < len(body):
@@ -422,7 +445,10 @@ def _leading_words(part: str) -> list[str] | None:
                 depth += 1
             elif c == ")":
                 if depth == 0:
+                    if body[i + 1 : i + 2] in ("?", "*", "{"):
+                        return None  # an optional opening group: the pattern may open with what follows it
                     alts.append(cur)
+                    after = body[i + 1 :]
                     break
                 depth -= 1
             elif c == "|" and depth == 0:
@@ -439,13 +465,22 @@ def _leading_words(part: str) -> list[str] | None:
     starts = []
     for alt in alts:
         lit = re.match(r"[a-z0-9'\u00c0-\ud7a3 -]*", alt).group()  # the literal letters before any operator
-        if alt[len(lit) : len(lit) + 1] in ("?", "*", "{"):
-            lit = lit[:-1]  # the last letter is optional
-        lit = lit.split(" ")[0].split("'")[0].split("-")[0]
+        rest = alt[len(lit) :] or after
+        if rest[:1] in ("?", "*", "{"):
+            lit, rest = lit[:-1], ""  # the last letter is optional
         if len(lit) < 2:
             return None
-        starts.append(lit)
+        starts.append((lit, lit[-1].isalnum() and rest.startswith(("\\b", "\\s", " "))))
     return starts
+
+
+def _key(literal: str) -> str:
+    """The index key of a pattern opening with `literal`: the first three letters of its first word (or the
+    whole word, if shorter), as `_keyed` files a word of the text."""
+    return literal.split(" ")[0].split("'")[0].split("-")[0][:3]
+
+
+_ALL_WORDS: list[_Words] = []  # every matcher made, for `_OPENINGS`
 
 
 class _Words:
@@ -455,27 +490,23 @@ class _Words:
     searched whole."""
 
     def __init__(self, *parts: str) -> None:
-        self.parts = parts  # compiled at the first screen, not at import (a recall that screens nothing pays none)
         self.index: dict[str, list[re.Pattern[str]]] = {}
         self.searched: list[tuple[re.Pattern[str], str | None]] = []  # with what a text must hold to be searched
-        self.built = False
-
-    def _build(self) -> None:
-        for part in (alt for whole in self.parts for alt in _top_level(whole)):
+        self.literals: set[tuple[str, bool]] = set()  # each opening literal, and whether it must end a word there
+        _ALL_WORDS.append(self)
+        for part in (alt for whole in parts for alt in _top_level(whole)):
             starts = _leading_words(part)
             rx = re.compile(part[2:] if part.startswith("\\b") else part)
             if starts is None or starts[0][0] >= "\u1100":  # Korean glues words: searched, not anchored
                 self.searched.append((re.compile(part), _needs(part)))
                 continue
-            for start in starts:
-                bucket = self.index.setdefault(start[:3], [])  # a word's first three letters (or two, if that short)
+            self.literals.update(starts)
+            for start, _ in starts:
+                bucket = self.index.setdefault(_key(start), [])  # a word's first three letters (or two, if that short)
                 if rx not in bucket:
                     bucket.append(rx)
-        self.built = True
 
     def finditer(self, view: str, starts: dict[str, list[int]]) -> Iterator[re.Match[str]]:
-        if not self.built:
-            self._build()
         index = self.index
         for key in starts.keys() & index.keys():  # a set intersection in C: most texts share no key with a group
             rxs = index[key]
@@ -485,7 +516,7 @@ class _Words:
                     if m is not None:
                         yield m
         for rx, needs in self.searched:
-            if needs is None or (view if needs != _NON_ASCII else ("" if view.isascii() else needs)).find(needs) >= 0:
+            if _holds(view, needs):
                 yield from rx.finditer(view)
 
     def find(self, view: str, starts: dict[str, list[int]]) -> re.Match[str] | None:
@@ -497,15 +528,37 @@ class _Words:
 
 @lru_cache(maxsize=256)
 def _keyed(view: str) -> dict[str, list[int]]:
-    """Where each word of the text starts, by its first three letters and by its first two (a pattern opening with
-    a two-letter word is filed under two): what `_Words` looks its patterns up by. Kept for the few views and
-    sentences one screen reads again; never changed by a reader."""
+    """Where a word of the text starts as some pattern's opening literal does (`_OPENINGS`, one search in C), by
+    the word's first three letters and by its first two (a pattern opening with a two-letter word is filed under
+    two): what `_Words` looks its patterns up by. Words no pattern can start at are never visited. Kept for the
+    few views and sentences one screen reads again; never changed by a reader."""
     keyed: dict[str, list[int]] = {}
-    for pos, word in word_starts(view):
+    for m in _OPENINGS.finditer(view):
+        pos, word = m.start(), m.group()  # the whole word the literal opens
         keyed.setdefault(word[:3], []).append(pos)
         if len(word) > 2:
             keyed.setdefault(word[:2], []).append(pos)
     return keyed
+
+
+def _alternation(literals: set[tuple[str, bool]]) -> str:
+    """The literals as one pattern shaped as a tree of their letters (`a(?:ct|dd\\b)|b...`): at each word start the
+    regex engine tries the few branches of the letter it sees, not every literal. A literal that must end a word
+    there is followed by `\\b`."""
+    tree: dict = {}
+    for lit, whole in literals:
+        node = tree
+        for ch in lit:
+            node = node.setdefault(ch, {})
+        node.setdefault("", set()).add(whole)
+
+    def pattern(node: dict) -> str:
+        alts = [re.escape(ch) + pattern(child) for ch, child in sorted(node.items()) if ch]
+        if "" in node:
+            alts.append("" if False in node[""] else "\\b")  # a literal ends here (any word, or a whole one)
+        return alts[0] if len(alts) == 1 else "(?:" + "|".join(alts) + ")"
+
+    return pattern(tree)
 
 
 class _All:
@@ -516,8 +569,15 @@ class _All:
         self.parts = [_Words(p) for p in parts]
 
     def find(self, view: str, starts: dict[str, list[int]]) -> re.Match[str] | None:
+        # a part that meets no sentence of the text meets none: most texts end here, at one search per part
+        if any(part.find(view, starts) is None for part in self.parts[1:]):
+            return None
+        seen = set()
         for m in self.parts[0].finditer(view, starts):
             sentence = _sentence_at(view, m.start())
+            if sentence in seen:
+                continue
+            seen.add(sentence)
             if all(part.search(sentence) is not None for part in self.parts[1:]):
                 return m
         return None
@@ -526,7 +586,7 @@ class _All:
 class _Any:
     """The first of several matchers (patterns or `_All`s) that finds something."""
 
-    def __init__(self, *matchers: re.Pattern[str] | _All) -> None:
+    def __init__(self, *matchers: _Words | _All) -> None:
         self.matchers = matchers
 
     def find(self, view: str, starts: dict[str, list[int]]) -> re.Match[str] | None:
@@ -623,15 +683,18 @@ _RUN_FETCHED_WORDS = _Words(
     r"(?:다운로드|내려받|받아)[^.!?\n]{0,40}?(?:실행|돌려)",
 )
 _RUN_FETCHED = _Any(_RUN_FETCHED_WORDS, _All("//", "(?:실행|돌려)"))
+# what is sensitive to send away: words looked up where a word of the text starts (`_Words`), dotfiles and Korean
+# searched (a pattern that must be searched at every position costs ~0.4 ms on 2 KB)
 _SENSITIVE = (
-    r"(?:credentials?|passwords?|passwd|secrets?|api[ _-]?keys?|access[ _-]?keys?|private[ _-]?keys?|tokens?|"
-    r"ssh[ _-]?keys?|id_rsa|id_ed25519|\.ssh\b|\.aws\b|\.env\b|\.netrc|\.npmrc|\.pypirc|\.git-credentials|"
-    r"env(?:ironment)? var(?:iable)?s|cookies|session|keychain|wallet|seed phrase|conversation history|chat history|"
-    r"(?:conversation |chat |session )?transcripts?|kube ?config|\.kube\b|(?:every|all|each|any) (?:the )?(?:files?|documents?)|"
-    r"cop(?:y|ies) of|"
-    r"system prompt|memory files|memories|the files|source code|(?:the )?contents? of|/etc/(?:passwd|shadow)|"
-    r"credenciales|contrasenas?|claves?|secretos|tokens|llaves|archivos|historial|variables de entorno|"
-    r"자격\s*증명|비밀번호|암호|토큰|키|인증\s*정보|환경\s*변수|개인\s*키|파일|대화\s*기록|시크릿)"
+    r"\b(?:credentials?|passwords?|passwd|secrets?|api[ _-]?keys?|access[ _-]?keys?|private[ _-]?keys?|tokens?"
+    r"|ssh[ _-]?keys?|id_rsa|id_ed25519|env(?:ironment)? var(?:iable)?s|cookies|session|keychain|wallet|seed phrase"
+    r"|conversation history|chat history|conversation transcripts?|chat transcripts?|session transcripts?"
+    r"|transcripts?|kube ?config|every (?:the )?(?:files?|documents?)|all (?:the )?(?:files?|documents?)"
+    r"|each (?:the )?(?:files?|documents?)|any (?:the )?(?:files?|documents?)|cop(?:y|ies) of|system prompt"
+    r"|memory files|memories|the files|source code|the contents? of|contents? of|credenciales|contrasenas?|claves?"
+    r"|secretos|tokens|llaves|archivos|historial|variables de entorno)"
+    r"|\.(?:ssh|aws|env|kube)\b|\.(?:netrc|npmrc|pypirc|git-credentials)|/etc/(?:passwd|shadow)"
+    r"|(?:자격\s*증명|비밀번호|암호|토큰|키|인증\s*정보|환경\s*변수|개인\s*키|파일|대화\s*기록|시크릿)"
 )
 _TO_OUTSIDE = (
     r"\b(?:to|into|at|via)\b\s*(?:"
@@ -716,7 +779,7 @@ _HIDE = _Words(
     r"(?:숨기|숨겨)[^.!?\n]{0,10}?(?:사용자|유저)|(?:사용자|유저)[^.!?\n]{0,15}?(?:숨기|숨겨)",
 )
 # chat-template tokens and role markers: a memory never needs them
-_TEMPLATE = _Lazy(
+_TEMPLATE = re.compile(
     r"<\|\s*(?:im_start|im_end|system|user|assistant|endoftext|eot_id|start_header_id|end_header_id|begin_of_text"
     r"|end_of_text|eom_id|python_tag|channel|message|end|start|tool|ipython)\s*\|>|\[(?:system|assistant|developer)\]\(#"
     r"|^\s*(?:system|sistema|시스템|developer|admin)\s*:[^\n]{0,80}?\b(?:you|your|the user|assistant|agents?|never|always"
@@ -729,7 +792,7 @@ _TEMPLATE = _Lazy(
 )
 # Split words ("i g n o r e", "ig-nore", "ig.nore"): the letters alone, matched against phrases that are
 # never innocent run together
-_SQUASHED = _Lazy(
+_SQUASHED = re.compile(
     "ignore(?:all|any)?(?:the)?(?:previous|prior|above|earlier|your|system)(?:instructions|rules|prompt|guidelines)"
     "|disregard(?:all|any)?(?:the)?(?:previous|prior|above|earlier|your|system)(?:instructions|rules|prompt|guidelines)"
     "|forget(?:all|any)?(?:the)?(?:previous|prior|above|earlier|your)(?:instructions|rules)"
@@ -738,7 +801,6 @@ _SQUASHED = _Lazy(
     "|exfiltrate|credentialsto|sendthecontentsof|donottelltheuser|donttelltheuser|withouttellingtheuser"
     "|developermodeenabled|jailbreakmode"
 )
-_LETTERS_ONLY = _Lazy(r"[^a-z]+")
 # skipping the user's confirmation is a wish people have ("don't ask before fixing typos"); with money moved, data
 # destroyed or code fetched in the same memory it is the shape of a planted step
 _NO_CONFIRM = _Words(
@@ -755,11 +817,12 @@ _DANGER = _Words(
     r"송금|이체|계좌|전부\s*삭제|모두\s*삭제",
 )
 # a report that quotes an injection it saw is not one
-_QUOTED_REPORT = _Lazy(
+_QUOTED_REPORT = re.compile(
     r"injection|inyeccion|인젝션|incident|incidente|사례|contained|contenia|문구|phrase|frase|example|ejemplo|예시"
 )
-_QUOTED_SPAN = _Lazy(r"'[^'\n]{3,80}'|\"[^\"\n]{3,80}\"|‘[^’\n]{3,80}’|“[^”\n]{3,80}”|«[^»\n]{3,80}»")
+_QUOTED_SPAN = re.compile(r"'[^'\n]{3,80}'|\"[^\"\n]{3,80}\"|‘[^’\n]{3,80}’|“[^”\n]{3,80}”|«[^»\n]{3,80}»")
 _QUOTES = "'\"‘’“”«»「」『』"
+_QUOTE_MARK = re.compile(f"[{_QUOTES}]")
 
 
 def _quoted(folded: str, start: int, end: int) -> bool:
@@ -802,8 +865,31 @@ _GROUPS = (
 _STEMS = {name: tuple(w.replace("<", " ") for w in stems.split()) for name, _, stems in _GROUPS}
 _CONFIRM_STEMS = tuple("ask confirm check prompt approv pregunt pedir pidas avisar 확인 허락 승인 묻지".split())
 # a sentence: up to a line break or a full stop followed by a space (the dot in a URL or `.env` does not end one)
-_SENTENCE = _Lazy(r"(?:[^\n.!?。]|[.!?。](?=\S))+")
+
+
+def _first_parts(matcher: _Words | _All | _Any) -> list[_Words]:
+    """The matchers a text must meet first for `matcher` to find anything (an `_All` starts from its first part)."""
+    if isinstance(matcher, _Words):
+        return [matcher]
+    if isinstance(matcher, _All):
+        # every part must be met: the gate reads the rarest, a Korean-only part where there is one
+        korean = [p for p in matcher.parts if not p.literals and all(n == _NON_ASCII for _, n in p.searched)]
+        return korean[:1] or [matcher.parts[0]]
+    return [w for m in matcher.matchers for w in _first_parts(m)]
+
+
+# a word start any pattern opens at: `_keyed` visits only these
+_OPENINGS = re.compile(r"\b(?=" + _alternation({lit for w in _ALL_WORDS for lit in w.literals}) + r")\w+")
+# what a text must hold for any sentence pattern to find something: a group's opening literal at a word start, or
+# what one of its searched patterns needs (None: searched always)
+_OPENERS = [w for name, _, _ in _GROUPS for w in _first_parts(globals()[name])] + [_NO_CONFIRM]
+_FIRST_OPENING = re.compile(r"\b(?:" + _alternation({lit for w in _OPENERS for lit in w.literals}) + ")")
+_FIRST_NEEDS = tuple({needs for w in _OPENERS for _, needs in w.searched})
+_SENTENCE = re.compile(r"(?:[^\n.!?。]|[.!?。](?=\S))+")
 _LEET = str.maketrans("0134577@$|!", "oieasttasii")
+_NOT_LETTER_OR_LEET = re.compile(r"[^a-z0134577@$|!]+")
+# `_LEET`, then everything of ASCII but a-z dropped: the letters alone
+_LEET_LETTERS = str.maketrans({c: None for c in range(128) if not ("a" <= chr(c) <= "z")} | _LEET)
 
 
 def _sentences(view: str, plain: str, field: str) -> list[Finding]:
@@ -846,20 +932,60 @@ def agent_instructions(text: str, field: str = "body") -> list[Finding]:
     m = _TEMPLATE.search(plain)
     if m is not None:
         found.append(Finding(INSTRUCTION, field, m.start() + 1, f"chat-template token {m.group().strip()[:30]!r}"))
-    folded = fold(skeleton(plain))
-    folded = folded.replace("`", " ").replace("*", "").replace("_", " ").replace("\u2019", "'")
+    folded = _view(plain)
     found += _sentences(folded, plain, field)
     if not found and not folded.isascii() and any("\u1100" <= c <= "\ud7a3" for c in folded):
         joined = hangul_joined(skeleton(plain))
         if joined != folded:
             found += _sentences(joined, plain, field)
     if not found:
-        source = _QUOTED_SPAN.sub(" ", folded) if _QUOTED_REPORT.search(folded) else folded
-        squashed = _LETTERS_ONLY.sub("", source.translate(_LEET))
-        hit = _SQUASHED.search(squashed)
+        hit = _squashed(folded)
         if hit is not None:
             found.append(Finding(INSTRUCTION, field, 1, f"split or disguised words: {hit.group()!r}"))
     return found
+
+
+@lru_cache(maxsize=64)
+def _view(plain: str) -> str:
+    """What the sentence patterns read: folded, look-alike letters as Latin, code marks and emphasis as spaces."""
+    folded = fold(skeleton(plain))
+    return folded.replace("`", " ").replace("*", "").replace("_", " ").replace("\u2019", "'")
+
+
+def _squashed(folded: str) -> re.Match[str] | None:
+    """A never-innocent phrase in the letters alone (split words, leetspeak); quotes left out of a report."""
+    quoted = _QUOTE_MARK.search(folded) is not None and _QUOTED_REPORT.search(folded) is not None
+    source = _QUOTED_SPAN.sub(" ", folded) if quoted else folded
+    if not source.isascii():
+        source = _NOT_LETTER_OR_LEET.sub("", source)  # what translating leaves no letter of, dropped first
+    return _SQUASHED.search(source.translate(_LEET_LETTERS))  # one pass: leetspeak read, the rest dropped
+
+
+def _may_address(texts: tuple[str, ...]) -> bool:
+    """`agent_instructions` could find something in one of the texts: a chat-template token, a group's opening
+    literal at a word start, what a searched pattern needs, a squashed phrase. Read once over the texts joined;
+    each text's view is kept for the detector (`_view`)."""
+    plains = [strip_invisible(t) for t in texts]
+    plain = "\n".join(plains)
+    if ("<" in plain or "[" in plain or ":" in plain) and _TEMPLATE.search(plain):
+        return True  # every template token or role marker holds one of these
+    view = "\n".join(_view(p) for p in plains)
+    if _FIRST_OPENING.search(view) or any(_holds(view, needs) for needs in _FIRST_NEEDS):
+        return True
+    if not view.isascii() and _HANGUL_LETTER.search(view):
+        return True  # the Korean view spelled apart joined (`hangul_joined`) is read too
+    return _squashed(view) is not None
+
+
+_HANGUL_LETTER = re.compile("[\u1100-\ud7a3]")
+
+
+def _holds(view: str, needs: str | None) -> bool:
+    if needs is None:
+        return True
+    if needs == _NON_ASCII:
+        return _HANGUL_LETTER.search(view) is not None
+    return needs in view
 
 
 def _position(i: int, folded: str, plain: str) -> int:
@@ -869,9 +995,10 @@ def _position(i: int, folded: str, plain: str) -> int:
 
 # ---------------------------------------------------------------- (d) encoded payloads
 
-_BASE64_RUN = _Lazy(r"[A-Za-z0-9+/_-]{40,}={0,2}")
-_BASE32_RUN = _Lazy(r"[A-Z2-7]{40,}=*")
-_HEX_HINT = _Lazy(r"[0-9a-fA-F]{24}|\\x[0-9a-fA-F]{2}\\x|(?:[0-9a-fA-F]{2}[\s,]+){12}")
+_BASE64_RUN = re.compile(r"[A-Za-z0-9+/_-]{40,}={0,2}")
+_B64_MARK = re.compile(r"[0-9+/=]")  # a digit or a sign of base64: a run without any is a word
+_BASE32_RUN = re.compile(r"[A-Z2-7]{40,}=*")
+_HEX_HINT = re.compile(r"[0-9a-fA-F]{24}|\\x[0-9a-fA-F]{2}\\x|(?:[0-9a-fA-F]{2}[\s,]+){12}")
 _DECODE_HINTS = (
     "base64",
     "base32",
@@ -891,12 +1018,17 @@ _DECODE_HINTS = (
     "unhexlify",
     "codecs",
 )
-_PERCENT_RUN = _Lazy(r"(?:[^\s%]{0,16}%[0-9A-Fa-f]{2}){10,}")
-_HEX_RUN = _Lazy(r"(?:\\x)?(?:[0-9a-fA-F]{2}(?:\\x|\s|,\s?0x|0x)?){40,}")
-_DECODE_RUN = _Lazy(
+_DECODE_HINT = re.compile("|".join(re.escape(hint) for hint in _DECODE_HINTS))
+# what any run `encoded_payloads` decodes needs (with "\\x"): 40 base64 (or base32) characters or 24 hex digits in
+# a row, or two hex digits standing alone between spaces or commas (a spaced hex dump)
+_LONG_RUN = re.compile(r"[A-Za-z0-9+/_-]{24}")
+_SPACED_PAIR = re.compile(r"[\s,][0-9a-fA-F]{2}[\s,]")
+_PERCENT_RUN = re.compile(r"(?:[^\s%]{0,16}%[0-9A-Fa-f]{2}){10,}")
+_HEX_RUN = re.compile(r"(?<![0-9a-fA-F])(?:\\x)?(?:[0-9a-fA-F]{2}(?:\\x|\s|,\s?0x|0x)?){40,}")
+_DECODE_RUN = re.compile(
     r"(?:\bbase(?:64|32)\s+(?:-d|--decode|-D)|\bxxd\s+-r|\bopenssl\s+(?:enc\s+)?-d|\bfrom(?:hex|base64)\b|b64decode|atob\()"
     r"[^\n]{0,120}?(?:\)\s*[\"']?\s*$|\|\s*(?:sudo\s+)?(?:ba|z|k|da)?sh\b|\|\s*(?:python\d?|perl|node|ruby|iex|php)\b)"
-    r"|\b(?:eval|exec|iex|invoke-expression|(?:ba|z)?sh\s+-c)\b[^\n]{0,40}?\$?\(?[^\n]{0,200}?(?:base(?:64|32)\s+(?:-d|--decode|-D)"
+    r"|\b(?:eval|exec|iex|invoke-expression|(?:ba|z)?sh\s+-c)\b[^\n]{0,242}?(?:base(?:64|32)\s+(?:-d|--decode|-D)"
     r"|b64decode|atob|frombase64string|xxd\s+-r)|"
     r"powershell(?:\.exe)?\b[^\n]{0,80}?\s[-/]e(?:c|nc|ncodedcommand)?\s+['\"]?[a-z0-9+/=]{16,}"
     r"|\b(?:decode|decoded|decoding|decodifica|decodificar|decodificalo|descodifica|디코딩|복호화)\w*\b[^.\n]{0,80}?"
@@ -906,6 +1038,18 @@ _DECODE_RUN = _Lazy(
     r"(?:odedcommand)?)?\s+[a-z0-9+/=]{16,}|\bxxd\s+-r\b[^\n]{0,40}\|\s*(?:ba|z)?sh\b|\|\s*base64\s+-d\s*\|\s*(?:python|perl|node)",
     re.IGNORECASE,
 )
+# the same alternatives one by one, over the lower-cased text: one alternation tried at every position cost ~0.8 ms
+# on 2 KB where its parts searched apart cost ~0.25 ms
+_DECODE_RUNS = tuple(re.compile(part.replace("-D", "-d")) for part in _top_level(_DECODE_RUN.pattern))
+
+
+def _decode_run_at(text: str, low: str) -> int | None:
+    """Where the first decode-and-run command starts (`_DECODE_RUN`'s leftmost match)."""
+    if len(low) != len(text):  # a letter whose lower case is longer: positions would drift
+        m = _DECODE_RUN.search(text)
+        return None if m is None else m.start()
+    starts = [m.start() for m in (rx.search(low) for rx in _DECODE_RUNS) if m is not None]
+    return min(starts) if starts else None
 
 
 def _printable_share(data: bytes) -> float:
@@ -925,17 +1069,17 @@ def encoded_payloads(text: str, field: str = "body") -> list[Finding]:
     """A run of base64 (40+ characters) or hex (40+ bytes) that decodes to text, or a decode-and-run command."""
     found: list[Finding] = []
     low = text.lower()
-    m = _DECODE_RUN.search(text) if any(hint in low for hint in _DECODE_HINTS) else None
-    if m is not None:
-        found.append(Finding(PAYLOAD, field, m.start() + 1, "decode-and-run command"))
+    at = _decode_run_at(text, low) if _DECODE_HINT.search(low) else None
+    if at is not None:
+        found.append(Finding(PAYLOAD, field, at + 1, "decode-and-run command"))
         return found
     if len(text) < 40:
         return found
     for m in _BASE64_RUN.finditer(text):
         run = m.group()
-        if run.isalpha() or run.isdigit() or not any(c.isdigit() or c in "+/=" for c in run):
+        if run.isalpha() or run.isdigit() or not _B64_MARK.search(run):
             continue  # one long word, a number, a slug: not base64
-        if any(c in "-_" for c in run) and not any(c in "+/" for c in run):
+        if ("-" in run or "_" in run) and not ("+" in run or "/" in run):
             if run.count("-") + run.count("_") > len(run) // 12:
                 continue  # a kebab or snake name
         data = _b64(run)
@@ -1025,7 +1169,7 @@ def quarantine_label(marker: str) -> str:
 
 
 FENCE = "~~~"
-_FENCE_LINE = _Lazy(r"^( {0,3})(~{3,}|`{3,})", re.MULTILINE)
+_FENCE_LINE = re.compile(r"^( {0,3})(~{3,}|`{3,})", re.MULTILINE)
 
 
 def fenced(label: str, text: str) -> str:

@@ -172,14 +172,22 @@ class LeanTool(Tool):
 
 
 def _tool_errors(fn: Callable[P, R]) -> Callable[P, R]:
-    """Anticipated failures reach the model as readable tool errors."""
+    """Anticipated failures reach the model as readable tool errors. No answer and no error carries a hidden
+    character a memory holds: an answer returned as a record (status, update, forget, reindex) is given back with
+    each of them escaped (`<U+E0041>`), as `_served` gives the answers that carry memory text."""
 
     @functools.wraps(fn)
     def wrapper(*args: P.args, **kwargs: P.kwargs) -> R:
         try:
-            return fn(*args, **kwargs)
+            answer = fn(*args, **kwargs)
         except MemoryMcpError as exc:
-            raise ToolError(str(exc)) from exc
+            raise ToolError(visible(str(exc))) from exc
+        if isinstance(answer, BaseModel):
+            data = answer.model_dump(mode="json")
+            shown = visible_data(data)
+            if shown != data:
+                return type(answer).model_validate(shown)
+        return answer
 
     return wrapper
 
