@@ -7,10 +7,15 @@ excerpt and one score. The index gets one line only when the reconcile did somet
 
 from __future__ import annotations
 
+from typing import TYPE_CHECKING
+
 from ..domain import provenance
-from ..domain.models import IndexReport, ReadAnswer, RecallAnswer, RecallResult, RememberAnswer
 from ..domain.screen import FENCE, data_line, fenced, quarantine_label
 from ..domain.text import clip
+
+if TYPE_CHECKING:
+    from ..domain.answers import IndexReport, RecallAnswer, RecallResult
+    from ..domain.models import ReadAnswer, RememberAnswer
 
 EXCERPT_CHARS = 220
 OTHER_TITLE_CHARS = 60

@@ -20,11 +20,14 @@ from mcp.server.auth.settings import AuthSettings
 from mcp.server.mcpserver import Context
 from mcp.server.mcpserver.exceptions import ResourceError, ToolError
 from mcp.server.mcpserver.tools import Tool
+from mcp.server.mcpserver.utilities.func_metadata import FuncMetadata
 from mcp.types import CallToolResult, TextContent, ToolAnnotations
 from pydantic import BaseModel, Field, ValidationError
 from pydantic.json_schema import GenerateJsonSchema, JsonSchemaValue
 from pydantic_core import core_schema
 
+from ..domain import answers
+from ..domain.answers import RecallAnswer
 from ..domain.errors import InputError, MemoryMcpError
 from ..domain.fields import BY_NAME, EDIT_FIELDS, EDIT_VALUES
 from ..domain.memory import OptionalValues
@@ -33,7 +36,6 @@ from ..domain.models import (
     Progress,
     ProgressFn,
     ReadAnswer,
-    RecallAnswer,
     ReindexAnswer,
     RememberAnswer,
     StatusAnswer,
@@ -202,6 +204,12 @@ class _Registry:
                 _tool_errors(fn), title=title, description=description, annotations=annotations
             )
             tool.parameters = tool.fn_metadata.arg_model.model_json_schema(by_alias=True, schema_generator=LeanSchema)
+            meta = tool.fn_metadata
+            record = getattr(answers, getattr(meta.output_model, "__name__", ""), None)
+            if isinstance(record, type) and issubclass(record, answers.Record):
+                # an answer declared as a plain dataclass (domain/answers.py): the SDK would publish a model of its
+                # bare type hints; pydantic's own schema of the dataclass keeps every field's description and default
+                tool.fn_metadata = FuncMetadata(arg_model=meta.arg_model, output_model=record, wrap_output=False)
             if tool.fn_metadata.output_schema is not None:
                 tool.fn_metadata.output_schema = quick_to_validate(tool.fn_metadata.output_schema)
             self.tools.append(tool)

@@ -18,8 +18,7 @@ from typing import NamedTuple
 
 from ..canon.files import norm_hash, now_iso
 from ..domain.fields import COLUMNS
-from ..domain.memory import OptionalValues
-from ..domain.models import Memory
+from ..domain.memory import Memory, OptionalValues
 from ..domain.text import FTS_TRIGRAM_TOKENIZER, FTS_WORD_TOKENIZER, searchable
 
 SCHEMA_VERSION = 8

@@ -12,12 +12,14 @@ from __future__ import annotations
 import json
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 from ..canon import files as canon
 from ..domain import provenance
-from .git import Git
 from .paths import Store
-from .sync import open_repo
+
+if TYPE_CHECKING:
+    from .git import Git
 
 ARRIVALS_FILE = "arrivals.json"
 
@@ -45,6 +47,8 @@ class Arrivals:
 
 def head(store_root: Path) -> str | None:
     """The commit the store's repository is at before a sync (None: no commit yet, or not a repository)."""
+    from .sync import open_repo  # git is loaded by a sync, not by the session-start context that reads `load`
+
     try:
         git, _ = open_repo(store_root)
     except Exception:  # the sync itself reports a missing repository
@@ -61,6 +65,8 @@ def receive(store: Store, before: str | None, also: Arrivals | None = None) -> A
     """After a sync: every memory file added since `before` by a commit of another author gets its origin line
     (unless it already names a sync), and the list is kept for the next context (with `also`'s: the same sync's
     first exchange, when a second one sent what the reconcile rewrote)."""
+    from .sync import open_repo
+
     git, _ = open_repo(store.root)
     git.config.append("core.quotePath=false")
     me = _me(git)

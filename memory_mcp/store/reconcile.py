@@ -19,10 +19,9 @@ from typing import NamedTuple
 
 from ..canon import files as canon
 from ..canon.dictionary import EntityDictionary
-from ..canon.merge import new_id_for
 from ..domain import provenance
+from ..domain.answers import ReconcileReport
 from ..domain.errors import ContainmentError
-from ..domain.models import ReconcileReport
 from ..domain.screen import memory_texts, quarantine_marker, released_for, screen
 from ..domain.vocabulary import State
 from ..index import db as ix
@@ -369,6 +368,8 @@ def _claim(store: Store, rel: str, mem_id: str) -> tuple[bytes, str] | None:
 def _renumber(store: Store, conn: sqlite3.Connection, rel: str, mem_id: str, claim: tuple[bytes, str]) -> str | None:
     """Give the file at `rel` a new id of its own (only the `id:` line changes); None when it cannot be written."""
     data, created = claim
+    from ..canon.merge import new_id_for  # only a duplicate id loads the merge module (and ruamel with it)
+
     new_id = new_id_for(mem_id, rel.encode("utf-8"), created)
     if ix.memory_path(conn, new_id) is not None:
         return None
