@@ -23,6 +23,7 @@ from __future__ import annotations
 
 import base64
 import binascii
+import itertools
 import re
 from collections.abc import Iterator
 from dataclasses import dataclass
@@ -145,6 +146,7 @@ def possible_kinds(*texts: str) -> tuple[str, ...]:
         _DECODE_HINT.search(low)
         or text.count("%") >= 10
         or (len(text) >= 40 and ("\\x" in text or _LONG_RUN.search(text) or _SPACED_PAIR.search(text)))
+        or (text.count(",") >= 15 and _CHAR_CODES.search(text))
     ):
         kinds.append(PAYLOAD)
     return tuple(kinds)
@@ -229,7 +231,14 @@ def _needs(part: str) -> str | None:
     """A text a searched pattern cannot match without: so a memory without it skips the search."""
     if re.match(r"(?:\\b)?\(?(?:\?:)?[\u1100-\ud7a3]", part):
         return _NON_ASCII
-    for hint, text in (("<!--", "<!--"), ("ahora", "ahora"), ("<\\(", "<("), ("-c\\s", "-c"), ("//", "//")):
+    for hint, text in (
+        ("<!--", "<!--"),
+        ("memor", "memor"),
+        ("ahora", "ahora"),
+        ("<\\(", "<("),
+        ("-c\\s", "-c"),
+        ("//", "//"),
+    ):
         if hint in part:
             return text
     return None
@@ -275,6 +284,14 @@ def _leading_words(part: str) -> list[tuple[str, bool]] | None:
     at a word start for the pattern to match there, each with whether it must end a word there (None: it opens
     otherwise and is searched the slow way)."""
     body = part[2:] if part.startswith("\\b") else part
+    while body.startswith(("(?<!", "(?<=")):  # a lookbehind consumes nothing: the literal after it opens
+        depth, i = 0, 0
+        while True:
+            depth += {"(": 1, ")": -1}.get(body[i], 0)
+            i += 2 if body[i] == "\\" else 1
+            if depth == 0:
+                break
+        body = body[i:]
     after = ""  # what follows the opening group
     if body.startswith("(?:"):
         depth, i, alts, cur = 0, 3, [], ""
@@ -332,13 +349,13 @@ class _Words:
     dictionary look-up per word instead of every pattern tried at every position. Patterns that open otherwise are
     searched whole."""
 
-    def __init__(self, *parts: str) -> None:
+    def __init__(self, *parts: str, anchored: bool = True) -> None:
         self.index: dict[str, list[re.Pattern[str]]] = {}
         self.searched: list[tuple[re.Pattern[str], str | None]] = []  # with what a text must hold to be searched
         self.literals: set[tuple[str, bool]] = set()  # each opening literal, and whether it must end a word there
         _ALL_WORDS.append(self)
         for part in (alt for whole in parts for alt in _top_level(whole)):
-            starts = _leading_words(part)
+            starts = _leading_words(part) if anchored else None
             rx = re.compile(part[2:] if part.startswith("\\b") else part)
             if starts is None or starts[0][0] >= "\u1100":  # Korean glues words: searched, not anchored
                 self.searched.append((re.compile(part), _needs(part)))
@@ -412,11 +429,13 @@ class _All:
         self.parts = [_Words(p) for p in parts]
 
     def find(self, view: str, starts: dict[str, list[int]]) -> re.Match[str] | None:
-        # a part that meets no sentence of the text meets none: most texts end here, at one search per part
-        if any(part.find(view, starts) is None for part in self.parts[1:]):
+        hits = self.parts[0].finditer(view, starts)
+        first = next(hits, None)
+        # no opening part, or a part that meets no sentence of the text (so none): most texts end here
+        if first is None or any(part.find(view, starts) is None for part in self.parts[1:]):
             return None
         seen = set()
-        for m in self.parts[0].finditer(view, starts):
+        for m in itertools.chain((first,), hits):
             sentence = _sentence_at(view, m.start())
             if sentence in seen:
                 continue
@@ -449,15 +468,20 @@ def _sentence_at(view: str, pos: int) -> str:
     return view[begin + 1 : min(ends) if ends else len(view)]
 
 
+_S = r"(?:[^.!?\n]|[.!?](?=\S))"  # a character of the same sentence (a dot inside a URL or a file name is one)
 _W = r"[\w'-]*"  # the rest of a word
-_ANY = r"[^.!?\n]{0,60}?"  # a short stretch within one sentence
+_ANY = r"(?:[^.!?\n]|[.!?](?=\S)){0,60}?"  # a short stretch within one sentence
 
 # English, Spanish and Korean, over `fold`ed text (lower case, no accents, Hangul whole), homoglyphs mapped
 _OVERRIDE = _Words(
+    r"\b(?:ai|assistant|agent|model|bot|chatbot)s?\s+(?:with|that has|who has|having)\s+no\s+(?:rules|restrictions"
+    r"|limits|filters|guidelines|guardrails|policies)\b",
+    r"\b(?:asistente|agente|ia|modelo)\s+(?:sin|que no tiene)\s+(?:reglas|restricciones|limites|filtros)\b",
+    r"(?:규칙|제한|제약)\s*(?:이|가)?\s*없는\s*(?:ai|어시스턴트|비서|에이전트|모델)",
     r"\b(?:ignore|disregard|forget|override|overrule|bypass|skip|drop|abandon|set aside|discard|do not follow"
-    r"|don'?t follow|stop following|no longer follow)\b[^.!?\n]{0,40}?\b(?:previous|prior|above|earlier|preceding"
+    r"|don'?t follow|stop following|no longer follow)\b(?:[^.!?\n]|[.!?](?=\S)){0,40}?\b(?:previous|prior|above|earlier|preceding"
     r"|original|initial|system|safety|security|all|any|your|existing|current|developer|operator|the user'?s?)\b"
-    r"[^.!?\n]{0,30}?\b(?:instructions?|rules?|prompts?|guidelines?|directives?|directions|guardrails?|polic(?:y|ies)"
+    r"(?:[^.!?\n]|[.!?](?=\S)){0,30}?\b(?:instructions?|rules?|prompts?|guidelines?|directives?|directions|guardrails?|polic(?:y|ies)"
     r"|constraints|restrictions|safeguards|programming|orders|commands|messages|context|requests?)\b",
     r"\boverrid(?:e|es|ing)\s+(?:any|all|the|your)?\s*(?:conflicting\s+|other\s+)?(?:system\s+|safety\s+)?"
     r"(?:rules|instructions|prompts?|policies|guidelines)\b",
@@ -477,9 +501,9 @@ _OVERRIDE = _Words(
     r"|instructions|initial prompt|hidden instructions)",
     r"\b(?:ignore|disregard|forget|override|bypass)\s+(?:the\s+)?(?:system\s+prompt|safety|guardrails|your rules"
     r"|everything (?:above|before|else)|all of the above)",
-    r"\byou are now\b[^.!?\n]{0,40}\b(?:unrestricted|jailbroken|dan|free|without|no longer|in developer|an? "
+    r"\byou are now\b(?:[^.!?\n]|[.!?](?=\S)){0,40}\b(?:unrestricted|jailbroken|dan|free|without|no longer|in developer|an? "
     r"(?:ai|assistant|agent|model) (?:that|who|with|without))",
-    r"\b(?:developer|god|jailbreak|dan|unrestricted|sudo)\s+mode\b[^.!?\n]{0,30}\b(?:enabled|on|activated|activate"
+    r"\b(?:developer|god|jailbreak|dan|unrestricted|sudo)\s+mode\b(?:[^.!?\n]|[.!?](?=\S)){0,30}\b(?:enabled|on|activated|activate"
     r"|enable)\b|\benable (?:developer|dan|jailbreak|god) mode\b",
     r"\bnew (?:system )?(?:instructions|rules|directives)\s*:|\bsystem (?:override|instruction|directive)\s*:"
     r"|\bupdated? system prompt\b",
@@ -487,20 +511,33 @@ _OVERRIDE = _Words(
     r"\bwithout (?:any )?(?:safety|ethical) (?:checks|restrictions|filters|guidelines)\b",
     # Spanish
     r"\b(?:ignora|ignore|ignorar|ignoren|olvida|olvide|olvidar|olviden|omite|omita|omitir|descarta|descartar"
-    r"|desatiende|salta|saltate|anula|anular|no sigas|deja de seguir|haz caso omiso (?:a|de))\b[^.!?\n]{0,40}?"
+    r"|desatiende|salta|saltate|anula|anular|no sigas|deja de seguir|haz caso omiso (?:a|de))\b(?:[^.!?\n]|[.!?](?=\S)){0,40}?"
     r"\b(?:instrucciones|indicaciones|reglas|normas|directrices|restricciones|ordenes|politicas|prompt|consignas"
     r"|salvaguardas|seguridad)\b",
-    r"\b(?:ahora eres|a partir de ahora eres)\b[^.!?\n]{0,40}\b(?:sin restricciones|sin limites|libre|dan)\b",
+    r"\b(?:ahora eres|a partir de ahora eres)\b(?:[^.!?\n]|[.!?](?=\S)){0,40}\b(?:sin restricciones|sin limites|libre|dan)\b",
     r"\bmodo (?:desarrollador|dios|sin restricciones|jailbreak|administrador|admin|root)\b",
     r"\bnuevas instrucciones\s*:",
     # Korean
     r"(?:이전|앞의|앞선|위의|기존|모든|시스템|원래|이전의|너의|당신의|기본)\s*(?:의\s*)?"
-    r"(?:지시|지침|명령|규칙|지시사항|지시 사항|안내|프롬프트|설정|안전\s*규칙|보안\s*규칙|가이드라인)[^.!?\n]{0,20}?"
+    r"(?:지시|지침|명령|규칙|지시사항|지시 사항|안내|프롬프트|설정|안전\s*규칙|보안\s*규칙|가이드라인)(?:[^.!?\n]|[.!?](?=\S)){0,20}?"
     r"(?:무시|잊어|잊고|따르지\s*마|따르지\s*말|어기|우회|무효)",
-    r"(?:안전|보안)\s*(?:규칙|정책|장치|지침|제한)[^.!?\n]{0,15}?(?:무시|우회|해제|끄)",
-    r"시스템\s*프롬프트[^.!?\n]{0,15}?(?:무시|바꿔|변경|덮어|공개)",
+    r"(?:안전|보안)\s*(?:규칙|정책|장치|지침|제한)(?:[^.!?\n]|[.!?](?=\S)){0,15}?(?:무시|우회|해제|끄)",
+    r"시스템\s*프롬프트(?:[^.!?\n]|[.!?](?=\S)){0,15}?(?:무시|바꿔|변경|덮어|공개)",
     r"(?:개발자|탈옥|제한\s*없는)\s*모드",
     r"새로운\s*(?:지시|지침|규칙)\s*:",
+)
+# a planted memory that asks to be copied into the memories written after it outlives its own deletion
+_SPREAD = _Words(  # searched where the text says "memor..." at all (rare): its verbs are everyday words
+    r"\b(?:copy|add|include|append|repeat|insert|paste|write|put|propagate)\b" + _S + r"{0,30}\b(?:it|this|these"
+    r"|the (?:same )?(?:rule|note|instruction|text))\b" + _S + r"{0,30}\b(?:into|in|to)\s+(?:every|each|all|any)\s+"
+    r"(?:of your |your )?(?:new |future |other |later )?memor(?:y|ies)\b",
+    r"\b(?:copia|anade|incluye|repite|pega|escribe)\b"
+    + _S
+    + r"{0,30}\b(?:esto|esta (?:regla|nota|instruccion))\b"
+    + _S
+    + r"{0,30}\b(?:en|a)\s+(?:cada|todas (?:las|tus))\s+(?:nuevas? |futuras? )?memorias?\b",
+    r"(?:모든|각)\s*(?:새로운\s*|새\s*)?(?:메모리|기억)" + _S + r"{0,15}?(?:복사|추가|포함|붙여)",
+    anchored=False,
 )
 _RUN_FETCHED_WORDS = _Words(
     r"\b(?:curl|wget|fetch|iwr|invoke-webrequest|irm|invoke-restmethod)\b[^|\n;]{0,200}\|\s*(?:sudo\s+)?(?:ba|z|k|da)?sh\b",
@@ -511,26 +548,26 @@ _RUN_FETCHED_WORDS = _Words(
     r"|invoke-webrequest|invoke-restmethod)",
     r"\beval\s*[\"'(`]*\s*\$\(\s*(?:curl|wget)\b",
     r"\b(?:python\d?|node|perl|ruby)\s+-[ce]\s+['\"]?[^'\"\n]{0,80}(?:urlopen|requests\.get|urllib|http\.get|fetch\()",
-    r"\b(?:download|fetch|get|pull)\b[^.!?\n]{0,80}\b(?:and|then)\s+(?:run|execute|exec|eval(?:uate)?|source|pipe it"
+    r"\b(?:download|fetch|get|pull)\b(?:[^.!?\n]|[.!?](?=\S)){0,80}\b(?:and|then)\s+(?:run|execute|exec|eval(?:uate)?|source|pipe it"
     r" to (?:sh|bash))\b(?:\s+it)?",
-    r"\b(?:run|execute|ejecuta|ejecutar)\b[^.!?\n]{0,20}\b(?:remote|downloaded|fetched|remotos?|descargados?)"
+    r"\b(?:run|execute|ejecuta|ejecutar)\b(?:[^.!?\n]|[.!?](?=\S)){0,20}\b(?:remote|downloaded|fetched|remotos?|descargados?)"
     r" (?:scripts?|code|codigo|commands?|comandos?)\b|\b(?:scripts?|codigo) remotos?\b",
-    r"\b(?:run|execute|source|eval)\b[^.!?\n]{0,40}\b(?:script|code|payload|file|commands?) (?:from|at|hosted at"
+    r"\b(?:run|execute|source|eval)\b(?:[^.!?\n]|[.!?](?=\S)){0,40}\b(?:script|code|payload|file|commands?) (?:from|at|hosted at"
     r"|downloaded from)\s+(?:" + _REMOTE + "|the (?:url|link|address))",
     # Spanish
-    r"\b(?:descarga|descargar|baja|bajar|obten)\b[^.!?\n]{0,80}\b(?:y|luego)\s+(?:ejecuta|ejecutar|ejecutalo|corre"
+    r"\b(?:descarga|descargar|baja|bajar|obten)\b(?:[^.!?\n]|[.!?](?=\S)){0,80}\b(?:y|luego)\s+(?:ejecuta|ejecutar|ejecutalo|corre"
     r"|correlo|lanza|lanzalo)\b",
-    r"\b(?:ejecuta|ejecutar|corre|lanza)\b[^.!?\n]{0,60}\b(?:script|codigo|comando|archivo)\b[^.!?\n]{0,20}"
+    r"\b(?:ejecuta|ejecutar|corre|lanza)\b(?:[^.!?\n]|[.!?](?=\S)){0,60}\b(?:script|codigo|comando|archivo)\b(?:[^.!?\n]|[.!?](?=\S)){0,20}"
     r"\b(?:desde|de|en)\s+(?:" + _REMOTE + ")",
     # Korean
-    r"(?:다운로드|내려받|받아)[^.!?\n]{0,40}?(?:실행|돌려)",
+    r"(?:다운로드|내려받|받아)(?:[^.!?\n]|[.!?](?=\S)){0,40}?(?:실행|돌려)",
 )
 _RUN_FETCHED = _Any(_RUN_FETCHED_WORDS, _All("//", "(?:실행|돌려)"))
 # what is sensitive to send away: words looked up where a word of the text starts (`_Words`), dotfiles and Korean
 # searched (a pattern that must be searched at every position costs ~0.4 ms on 2 KB)
 _SENSITIVE = (
     r"\b(?:credentials?|passwords?|passwd|secrets?|api[ _-]?keys?|access[ _-]?keys?|private[ _-]?keys?|tokens?"
-    r"|ssh[ _-]?keys?|id_rsa|id_ed25519|env(?:ironment)? var(?:iable)?s|cookies|session|keychain|wallet|seed phrase"
+    r"|ssh[ _-]?keys?|id[ _]rsa|id[ _]ed25519|env(?:ironment)? var(?:iable)?s|cookies|session|keychain|wallet|seed phrase"
     r"|conversation history|chat history|conversation transcripts?|chat transcripts?|session transcripts?"
     r"|transcripts?|kube ?config|every (?:the )?(?:files?|documents?)|all (?:the )?(?:files?|documents?)"
     r"|each (?:the )?(?:files?|documents?)|any (?:the )?(?:files?|documents?)|cop(?:y|ies) of|system prompt"
@@ -555,7 +592,27 @@ _SEND_VERB = (
     r"\b(?:send|post|upload|forward|email|e-mail|mail|exfiltrate|transmit|leak|share|copy|pipe|paste|submit|sync"
     r"|report|beacon|push)\b"
 )
+_KO_NOT_FORBIDDEN = r"(?!\w{0,2}\s*(?:마|말|않|금지))"  # a Korean verb not followed by its prohibition ("보내지 마")
+# a credential file by its path: what a planted "preference" asks to paste, attach or back up somewhere
+_CREDENTIAL_FILE = (  # each opens a word (after the dot of `~/.aws`): looked up, not searched
+    r"\b(?:aws/credentials|ssh/id[ _]\w+|ssh/authorized[ _]keys|kube/config|netrc|npmrc|pypirc|git-credentials"
+    r"|docker/config\.json|id[ _]rsa|id[ _]ed25519|id[ _]ecdsa)\b"  # (the view reads `_` as a space)
+)
+_CREDENTIAL_VERB = (  # not where it is forbidden ("never send ~/.ssh/id_rsa", "보내지 마")
+    r"\b(?<!never )(?<!not )(?<!n't )(?<!no )(?<!nunca )(?:send|post|upload|paste|attach|include|copy|forward|share"
+    r"|email|e-mail|mail|submit|back ?up|backup|sync|push|adjunta\w*|pega\w*|incluy\w*|incluir|envia\w*|copia\w*|sube"
+    r"|subir|comparte|compartir|respalda\w*)\b|(?:전송|보내|업로드|올려|전달|공유|붙여|첨부|백업|복사)"
+    + _KO_NOT_FORBIDDEN
+)
+_CREDENTIAL_PLACE = (
+    r"//|[\w.+-]+@[\w-]+\.|\b(?:reports?|tickets?|issues?|comments?|repl(?:y|ies)|responses?|messages?|chats?|prs?"
+    r"|pull requests?|commits?|gists?|pastebin|slack|channels?|webhooks?|logs?|informes?|reportes?|incidencias?"
+    r"|comentarios?|respuestas?|mensajes?|correos?)\b|(?:외부|서버|주소|웹훅|이메일|메일|공개|저장소|이슈|깃허브|티켓"
+    r"|보고서|댓글)"
+)
+_EXFILTRATE_FILE = _All(_CREDENTIAL_FILE, _CREDENTIAL_VERB, _CREDENTIAL_PLACE)
 _EXFILTRATE = _Any(
+    _EXFILTRATE_FILE,
     _All(_SEND_VERB, _SENSITIVE, _TO_OUTSIDE),
     _Words(
         r"\b(?:curl|wget|http|invoke-webrequest|iwr|nc|ncat|netcat)\b[^\n]{0,120}?(?:-d\s*@|--data(?:-binary)?\s*@"
@@ -568,7 +625,7 @@ _EXFILTRATE = _Any(
     _All(
         r"\b(?:include|append|embed|put|add|attach)\b",
         _SENSITIVE,
-        r"\b(?:in|into|to)\b[^.!?\n]{0,30}\b(?:url|link|image|query(?: string)?|request|repl(?:y|ies)|responses?|answers?"
+        r"\b(?:in|into|to)\b(?:[^.!?\n]|[.!?](?=\S)){0,30}\b(?:url|link|image|query(?: string)?|request|repl(?:y|ies)|responses?|answers?"
         r"|messages?|outputs?|comments?|commits?|issues?|pull requests?)\b",
     ),
     # Spanish
@@ -579,47 +636,65 @@ _EXFILTRATE = _Any(
         _A_FUERA,
     ),
     # Korean
-    _All(r"//|@[\w-]+\.", r"(?:전송|보내|업로드|올려|전달|공유)"),
+    _All(r"//|@[\w-]+\.", r"(?:전송|보내|업로드|올려|전달|공유)" + _KO_NOT_FORBIDDEN),
     _All(
         _SENSITIVE,
         r"(?:외부|서버|주소|웹훅|이메일|메일|공개|저장소|이슈|깃허브|github|gist)",
-        r"(?:전송|보내|업로드|올려|전달|붙여|공유)",
+        r"(?:전송|보내|업로드|올려|전달|붙여|공유)" + _KO_NOT_FORBIDDEN,
     ),
 )
-_HIDE = _Words(
-    r"\b(?:do not|don'?t|never|must not|mustn'?t|without)\s+(?:tell|telling|inform|informing|mention|mentioning"
-    r"|notify|notifying|alert|alerting|reveal|revealing|show|showing|let|letting|disclose|disclosing|say|report"
-    r"|reporting)\b[^.!?\n]{0,40}?\b(?:the user|the human|the person|the developer|the operator|them|him|her)\b"
-    r"(?![^.!?\n]{0,40}\b(?:about|that) (?:the )?(?:surprise|party|gift|birthday|present))",
-    r"\b(?:hide|conceal|keep)\b[^.!?\n]{0,40}?\b(?:from|secret from|hidden from)\s+(?:the )?(?:user|human|person"
+_HIDE_WORDS = _Words(
+    # "do not mention X, even if the user asks": kept from the user on purpose
+    r"\b(?:do not|don'?t|never|must not)\s+(?:mention|tell|reveal|disclose|show|explain|say|list|describe|admit"
+    r"|confirm|discuss)\b" + _S + r"{0,80}\beven (?:if|when) (?:the user|the human|they|someone"
+    r"|anyone|asked)\b(?:\s+(?:asks?|asked|ask you))?",
+    r"\bleave (?:it|this|that|them|these) out of (?:your|the) (?:summary|summaries|reply|response|report|answer|output"
+    r"|changelog|pr description|commit message)",
+    r"\b(?:no|nunca)\b" + _S + r"{0,80}\baunque (?:el usuario|la usuaria|te lo|lo) (?:pregunte|pida|solicite)",
+    r"사용자가\s*(?:묻더라도|물어도|물어보더라도|요청하더라도|요청해도)"
+    + _S
+    + r"{0,40}?(?:알리지|말하지|언급하지|보여주지|공개하지)",
+    r"\b(?:do not|don'?t|never|must not|mustn'?t|without)\s+(?:tell|tells|telling|inform|informs|informing"
+    r"|mention|mentions|mentioning|notify|notifies|notifying|alert|alerts|alerting|reveal|reveals|revealing|show|shows"
+    r"|showing|let|lets|letting|disclose|discloses|disclosing|say|says|report|reports|reporting)\b(?:[^.!?\n]|[.!?](?=\S)){0,40}?\b(?:the user|the human|the person|the developer|the operator|them|him|her)\b"
+    r"(?!(?:[^.!?\n]|[.!?](?=\S)){0,40}\b(?:about|that) (?:the )?(?:surprise|party|gift|birthday|present))",
+    r"\b(?:hide|conceal|keep)\b(?:[^.!?\n]|[.!?](?=\S)){0,40}?\b(?:from|secret from|hidden from)\s+(?:the )?(?:user|human|person"
     r"|developer|operator)\b",
     r"\b(?:silently|secretly|quietly|covertly|without (?:the user|anyone) (?:knowing|noticing|seeing))\b"
-    r"[^.!?\n]{0,60}?\b(?:send|upload|run|execute|exfiltrate|forward|delete|install|post|copy|change|modify|add|remove"
+    r"(?:[^.!?\n]|[.!?](?=\S)){0,60}?\b(?:send|upload|run|execute|exfiltrate|forward|delete|install|post|copy|change|modify|add|remove"
     r"|disable|read|cat|open|collect|gather|grab|fetch|include|append|embed)\b",
-    r"\b(?:send|upload|run|execute|forward|delete|install|post|copy|change|modify|add|remove|disable)\b[^.!?\n]{0,80}?"
+    r"\b(?:send|upload|run|execute|forward|delete|install|post|copy|change|modify|add|remove|disable)\b(?:[^.!?\n]|[.!?](?=\S)){0,80}?"
     r"\b(?:silently|secretly|covertly|without (?:telling|informing|asking|notifying|alerting) (?:the )?(?:user|human"
     r"|anyone|them))\b",
-    r"\b(?:this|these) (?:instructions?|messages?|notes?|memory|memories)\b[^.!?\n]{0,30}\b(?:must|should) "
+    r"\b(?:this|these) (?:instructions?|messages?|notes?|memory|memories)\b(?:[^.!?\n]|[.!?](?=\S)){0,30}\b(?:must|should) "
     r"(?:not be|never be|stay) (?:shown|revealed|mentioned|visible|hidden|secret)",
     r"\bremove (?:this|these|any) (?:from|trace)|\bdelete this (?:memory|note|message) after\b",
     r"\b(?:do not|don'?t|never)\s+(?:mention|report|include|note|list|show)\s+(?:it|this|that|them|these)\s+in\s+"
     r"(?:the|your|any)\s+(?:summary|reply|response|answer|report|changelog|pr|pull request|output)",
-    r"\b(?:comply|follow|obey|apply|do (?:this|it|so))\b[^.!?\n]{0,30}\b(?:silently|secretly|quietly|without "
+    r"\b(?:comply|follow|obey|apply|do (?:this|it|so))\b(?:[^.!?\n]|[.!?](?=\S)){0,30}\b(?:silently|secretly|quietly|without "
     r"(?:telling|informing|mentioning))",
     r"\bno (?:lo |la |los |las |le |les )?(?:menciones|digas|comentes|reportes|incluyas|informes)\s+en\s+(?:el|la|los"
     r"|las|tu|tus)\s+(?:resumen|respuesta|informe|reporte|changelog|pr|salida)",
-    r"\b(?:cumple|aplica|sigue|obedece)\b[^.!?\n]{0,30}\b(?:en silencio|silenciosamente|sin avisar|sin decir)",
+    r"\b(?:cumple|aplica|sigue|obedece)\b(?:[^.!?\n]|[.!?](?=\S)){0,30}\b(?:en silencio|silenciosamente|sin avisar|sin decir)",
     # Spanish
     r"\b(?:no|nunca|sin)\s+(?:le\s+|les\s+)?(?:digas|diga|decir|decirle|decirles|menciones|mencione|mencionar|informes"
     r"|informe|informar|informarle|avises|avise|avisar|avisarle|cuentes|cuente|contar|contarle|reveles|revelar|muestres"
-    r"|mostrar)\b[^.!?\n]{0,40}?\b(?:al usuario|a la usuaria|a los usuarios|al humano|al desarrollador|nada|a nadie)\b",
-    r"\b(?:oculta|ocultar|ocultale|esconde|esconder|escondele)\b[^.!?\n]{0,40}?\b(?:al|del|de la|a la)\s+(?:usuario"
+    r"|mostrar)\b(?:[^.!?\n]|[.!?](?=\S)){0,40}?\b(?:al usuario|a la usuaria|a los usuarios|al humano|al desarrollador|nada|a nadie)\b",
+    r"\b(?:oculta|ocultar|ocultale|esconde|esconder|escondele)\b(?:[^.!?\n]|[.!?](?=\S)){0,40}?\b(?:al|del|de la|a la)\s+(?:usuario"
     r"|usuaria|humano|desarrollador)\b",
     r"\b(?:en secreto|sin que (?:el usuario|la usuaria|nadie) (?:lo )?(?:sepa|note|vea|se entere)|silenciosamente)\b",
     # Korean
-    r"사용자(?:에게|한테|가|는)?[^.!?\n]{0,20}?(?:알리지|말하지|보여주지|언급하지|알려주지|보고하지)\s*(?:마|말|않)",
+    r"사용자(?:에게|한테|가|는)?(?:[^.!?\n]|[.!?](?=\S)){0,20}?(?:알리지|말하지|보여주지|언급하지|알려주지|보고하지)\s*(?:마|말|않)",
     r"사용자\s*몰래|사용자가\s*(?:모르게|눈치채지\s*못하게|알지\s*못하게)|몰래\s*(?:전송|실행|보내|설치|삭제|업로드)",
-    r"(?:숨기|숨겨)[^.!?\n]{0,10}?(?:사용자|유저)|(?:사용자|유저)[^.!?\n]{0,15}?(?:숨기|숨겨)",
+    r"(?:숨기|숨겨)(?:[^.!?\n]|[.!?](?=\S)){0,10}?(?:사용자|유저)|(?:사용자|유저)(?:[^.!?\n]|[.!?](?=\S)){0,15}?(?:숨기|숨겨)",
+)
+# "... without mentioning it" said to the agent (a person's "bump versions without mentioning it" is their wish)
+_HIDE = _Any(
+    _HIDE_WORDS,
+    _All(
+        r"\bwithout (?:mentioning|telling|saying|disclosing|revealing|reporting|flagging) (?:it|this|that|anything)\b",
+        r"\b(?:agent|assistant|ai|you|claude|copilot|model|llm)\b",
+    ),
 )
 # chat-template tokens and role markers: a memory never needs them
 _TEMPLATE = re.compile(
@@ -648,20 +723,21 @@ _SQUASHED = re.compile(
 # destroyed or code fetched in the same memory it is the shape of a planted step
 _NO_CONFIRM = _Words(
     r"\b(?:do not|don'?t|never|without|no need to)\s+(?:ask(?:ing)?|confirm(?:ing)?|check(?:ing)? with|prompt(?:ing)?)"
-    r"\b[^.!?\n]{0,30}\b(?:user|them|confirm|confirmation|approval|first)\b|\bpre-?approved\b",
+    r"\b(?:[^.!?\n]|[.!?](?=\S)){0,30}\b(?:user|them|confirm|confirmation|approval|first)\b|\bpre-?approved\b",
     r"\bsin (?:preguntar|pedir (?:confirmacion|permiso)|confirmar|avisar)\b|\bno (?:le )?pidas confirmacion\b",
-    r"(?:확인|허락|승인)\s*(?:없이|불필요|받지\s*말)|묻지\s*(?:말|않)",
+    r"(?:확인|허락|승인)\s*(?:없이|불필요|받지\s*말)|(?:확인|허락|승인)(?:은|는|이|가)?\s*필요\s*없|묻지\s*(?:말|않)",
 )
 _DANGER = _Words(
-    r"\btransfer\w*\b[^.!?\n]{0,40}\b(?:to|into) (?:account|iban|wallet)|\bwire\b[^.!?\n]{0,30}\b(?:to|money|funds)"
+    r"\btransfer\w*\b(?:[^.!?\n]|[.!?](?=\S)){0,40}\b(?:to|into) (?:account|iban|wallet)|\bwire\b(?:[^.!?\n]|[.!?](?=\S)){0,30}\b(?:to|money|funds)"
     r"|\biban\b|\brm -rf\b|\bpush --force\b|\bforce-push|\bdrop (?:table|database)\b|\bdelete (?:all|every)\b"
     r"|\b(?:curl|wget|iwr)\b|\bremote scripts?\b|\bcredentials?\b|\bsecrets?\b|\btokens?\b",
-    r"\btransfiere\w*\b|\btransferencia\b|\bcuenta\b[^.!?\n]{0,20}\b[a-z]{2}\d{2}\b|\bborra (?:todo|todos)\b",
+    r"\btransfiere\w*\b|\btransferencia\b|\bcuenta\b(?:[^.!?\n]|[.!?](?=\S)){0,20}\b[a-z]{2}\d{2}\b|\bborra (?:todo|todos)\b",
     r"송금|이체|계좌|전부\s*삭제|모두\s*삭제",
 )
 # a report that quotes an injection it saw is not one
 _QUOTED_REPORT = re.compile(
     r"injection|inyeccion|인젝션|incident|incidente|사례|contained|contenia|문구|phrase|frase|example|ejemplo|예시"
+    r"|decia|dijo|said|says|wrote|escribio|document|pagina|page|문서|페이지|적혀"
 )
 _QUOTED_SPAN = re.compile(r"'[^'\n]{3,80}'|\"[^\"\n]{3,80}\"|‘[^’\n]{3,80}’|“[^”\n]{3,80}”|«[^»\n]{3,80}»")
 _QUOTES = "'\"‘’“”«»「」『』"
@@ -674,40 +750,14 @@ def _quoted(folded: str, start: int, end: int) -> bool:
     return any(q in before for q in _QUOTES) and any(q in after for q in _QUOTES)
 
 
-# each group with the word stems a sentence must hold before its patterns run: a plain memory runs none of them
+# each group of sentence patterns with what its finding says
 _GROUPS = (
-    (
-        "_OVERRIDE",
-        "asks to override its instructions",
-        "ignor disregard forget overr bypass skip drop abandon aside discard follow instruction instead your note "
-        "message if<you <!-- now above preceding foregoing pretend act<as imagine assume reveal print show repeat "
-        "output leak dump mode new system behave respond without olvid omit descart desatiend salta anula sigas seguir "
-        "caso eres modo nuevas 무시 잊 따르지 어기 우회 무효 해제 끄 프롬프트 모드 새로운",
-    ),
-    (
-        "_RUN_FETCHED",
-        "asks to run fetched code",
-        "curl wget fetch iwr irm invoke iex sh eval python node perl ruby download get pull run execut source ejecut "
-        "corre lanza descarg baja obten remot 다운로드 내려받 받아 실행 돌려",
-    ),
-    (
-        "_EXFILTRATE",
-        "asks to send data away",
-        "send post upload forward mail exfil transmit leak share copy pipe paste submit sync report beacon push curl "
-        "wget http iwr nc netcat cat include append embed put add attach encode envi mand sube subir suba reenv "
-        "compart copia filtra publica 전송 보내 업로드 올려 전달 공유 붙여",
-    ),
-    (
-        "_HIDE",
-        "asks to hide something from the user",
-        "tell inform mention notify alert reveal show let disclos say report hide conceal keep silent secret quiet "
-        "covert without remove delete must should comply follow obey apply do never not n't no nunca sin oculta "
-        "escond cumple aplica sigue obedece silencios 사용자 몰래 모르게 숨기 숨겨 유저",
-    ),
+    ("_OVERRIDE", "asks to override its instructions"),
+    ("_SPREAD", "asks to copy itself into what the agent writes"),
+    ("_RUN_FETCHED", "asks to run fetched code"),
+    ("_EXFILTRATE", "asks to send data away"),
+    ("_HIDE", "asks to hide something from the user"),
 )
-_STEMS = {name: tuple(w.replace("<", " ") for w in stems.split()) for name, _, stems in _GROUPS}
-_CONFIRM_STEMS = tuple("ask confirm check prompt approv pregunt pedir pidas avisar 확인 허락 승인 묻지".split())
-# a sentence: up to a line break or a full stop followed by a space (the dot in a URL or `.env` does not end one)
 
 
 def _first_parts(matcher: _Words | _All | _Any) -> list[_Words]:
@@ -725,10 +775,9 @@ def _first_parts(matcher: _Words | _All | _Any) -> list[_Words]:
 _OPENINGS = re.compile(r"\b(?=" + _alternation({lit for w in _ALL_WORDS for lit in w.literals}) + r")\w+")
 # what a text must hold for any sentence pattern to find something: a group's opening literal at a word start, or
 # what one of its searched patterns needs (None: searched always)
-_OPENERS = [w for name, _, _ in _GROUPS for w in _first_parts(globals()[name])] + [_NO_CONFIRM]
+_OPENERS = [w for name, _ in _GROUPS for w in _first_parts(globals()[name])] + [_NO_CONFIRM]
 _FIRST_OPENING = re.compile(r"\b(?:" + _alternation({lit for w in _OPENERS for lit in w.literals}) + ")")
-_FIRST_NEEDS = tuple({needs for w in _OPENERS for _, needs in w.searched})
-_SENTENCE = re.compile(r"(?:[^\n.!?。]|[.!?。](?=\S))+")
+_FIRST_SEARCHED = tuple(pair for w in _OPENERS for pair in w.searched)
 _LEET = str.maketrans("0134577@$|!", "oieasttasii")
 _NOT_LETTER_OR_LEET = re.compile(r"[^a-z0134577@$|!]+")
 # `_LEET`, then everything of ASCII but a-z dropped: the letters alone
@@ -739,7 +788,7 @@ def _sentences(view: str, plain: str, field: str) -> list[Finding]:
     """The sentence patterns over one view of the text (folded, or Korean spelled apart joined)."""
     found: list[Finding] = []
     starts = _keyed(view)
-    for name, what, _ in _GROUPS:
+    for name, what in _GROUPS:
         for hit in _finditer(globals()[name], view, starts):
             at, end = hit.start(), hit.end()
             if name == "_OVERRIDE" and _quoted(view, at, end) and _QUOTED_REPORT.search(view):
@@ -813,8 +862,10 @@ def _may_address(texts: tuple[str, ...]) -> bool:
     if ("<" in plain or "[" in plain or ":" in plain) and _TEMPLATE.search(plain):
         return True  # every template token or role marker holds one of these
     view = "\n".join(_view(p) for p in plains)
-    if _FIRST_OPENING.search(view) or any(_holds(view, needs) for needs in _FIRST_NEEDS):
-        return True
+    if _FIRST_OPENING.search(view) or any(
+        _holds(view, needs) and (needs == _NON_ASCII or rx.search(view)) for rx, needs in _FIRST_SEARCHED
+    ):
+        return True  # (Korean patterns are read whenever Hangul is there: the view spelled apart joined too)
     if not view.isascii() and _HANGUL_LETTER.search(view):
         return True  # the Korean view spelled apart joined (`hangul_joined`) is read too
     return _squashed(view) is not None
@@ -827,7 +878,7 @@ def _holds(view: str, needs: str | None) -> bool:
     if needs is None:
         return True
     if needs == _NON_ASCII:
-        return _HANGUL_LETTER.search(view) is not None
+        return not view.isascii() and _HANGUL_LETTER.search(view) is not None
     return needs in view
 
 
@@ -860,12 +911,18 @@ _DECODE_HINTS = (
     "-enc",
     "unhexlify",
     "codecs",
+    "a85decode",
+    "b85decode",
+    "ascii85",
+    "fromcharcode",
+    "__import__",
 )
 _DECODE_HINT = re.compile("|".join(re.escape(hint) for hint in _DECODE_HINTS))
 # what any run `encoded_payloads` decodes needs (with "\\x"): 40 base64 (or base32) characters or 24 hex digits in
 # a row, or two hex digits standing alone between spaces or commas (a spaced hex dump)
 _LONG_RUN = re.compile(r"[A-Za-z0-9+/_-]{24}")
 _SPACED_PAIR = re.compile(r"[\s,][0-9a-fA-F]{2}[\s,]")
+_CHAR_CODES = re.compile(r"(?<![\d.])\d{1,3}(?:\s*,\s*\d{1,3}){19,}(?![\d.])")  # 20+ small numbers: chr() them
 _PERCENT_RUN = re.compile(r"(?:[^\s%]{0,16}%[0-9A-Fa-f]{2}){10,}")
 _HEX_RUN = re.compile(r"(?<![0-9a-fA-F])(?:\\x)?(?:[0-9a-fA-F]{2}(?:\\x|\s|,\s?0x|0x)?){40,}")
 _DECODE_RUN = re.compile(
@@ -874,6 +931,8 @@ _DECODE_RUN = re.compile(
     r"|\b(?:eval|exec|iex|invoke-expression|(?:ba|z)?sh\s+-c)\b[^\n]{0,242}?(?:base(?:64|32)\s+(?:-d|--decode|-D)"
     r"|b64decode|atob|frombase64string|xxd\s+-r)|"
     r"powershell(?:\.exe)?\b[^\n]{0,80}?\s[-/]e(?:c|nc|ncodedcommand)?\s+['\"]?[a-z0-9+/=]{16,}"
+    r"|\b(?:eval|exec)\s*\([^\n]{0,120}?(?:__import__|a85decode|b85decode|b32decode|b16decode|b64decode|fromcharcode"
+    r"|fromhex|unhexlify|zlib|marshal|decompress)"
     r"|\b(?:decode|decoded|decoding|decodifica|decodificar|decodificalo|descodifica|디코딩|복호화)\w*\b[^.\n]{0,80}?"
     r"(?:\b(?:run|execute|exec|eval|pipe|ejecuta|ejecutar|ejecutalo|corre|correlo)\b|실행|돌려)"
     r"|base(?:64|32|58)\s+(?:-d|--decode|-D)\b[^\n]{0,40}\|\s*(?:sudo\s+)?(?:ba|z)?sh\b|\b(?:eval|exec)\s*\(\s*(?:atob|base64\.b64decode"
@@ -939,6 +998,15 @@ def encoded_payloads(text: str, field: str = "body") -> list[Finding]:
                 Finding(PAYLOAD, field, m.start() + 1, f"{len(m.group())} base32 characters that decode to text")
             )
             return found
+    for m in _CHAR_CODES.finditer(text) if text.count(",") >= 15 else ():
+        codes = [int(n) for n in re.findall(r"\d+", m.group())]
+        if all(c in (9, 10, 13) or 32 <= c <= 126 for c in codes):
+            spelled = "".join(map(chr, codes))
+            letters = sum(c.isalpha() or c == " " for c in spelled)
+            code = sum(c in " ()/.:;='\"-|&>" for c in spelled)  # words apart, or a command's signs
+            if letters >= 0.6 * len(spelled) and code >= 2 and len(set(spelled)) >= 10:
+                found.append(Finding(PAYLOAD, field, m.start() + 1, f"{len(codes)} character codes that spell text"))
+                return found
     for m in _PERCENT_RUN.finditer(text) if text.count("%") >= 10 else ():
         start = max(text.rfind(" ", 0, m.start()), text.rfind("\n", 0, m.start())) + 1
         if "://" in text[start : m.end()] or "?" in text[start : m.start() + 1]:
