@@ -23,6 +23,7 @@ from __future__ import annotations
 
 import base64
 import binascii
+import html
 import itertools
 import re
 import unicodedata
@@ -99,7 +100,24 @@ def screen(texts: dict[str, str | None]) -> Verdict:
     found: list[Finding] = []
     for name, text in present.items():
         found += screen_text(text, name, kinds)
+    found += _across_fields(present, kinds, {f.kind for f in found})
     return Verdict(tuple(found))
+
+
+_SEAM = 200  # characters read on each side where one field ends and the next begins
+
+
+def _across_fields(present: dict[str, str], kinds: tuple[str, ...], found: set[str]) -> list[Finding]:
+    """An instruction or a payload split where one field ends and the next begins (a title that opens a sentence
+    its body finishes, a base64 run cut in two): the seam of each two fields in turn, read as one text."""
+    out: list[Finding] = []
+    for a, b in itertools.pairwise(present):
+        head, tail = present[a][-_SEAM:], present[b][:_SEAM]
+        if INSTRUCTION in kinds and INSTRUCTION not in found:
+            out += agent_instructions(f"{head} {tail}", f"{a}+{b}")
+        if PAYLOAD in kinds and PAYLOAD not in found:
+            out += encoded_payloads(head + tail, f"{a}+{b}")
+    return out
 
 
 def screen_text(text: str, field: str = "body", kinds: tuple[str, ...] = KINDS) -> list[Finding]:
@@ -129,8 +147,9 @@ def possible_kinds(*texts: str) -> tuple[str, ...]:
     if (
         _DECODE_HINT.search(low)
         or text.count("%") >= 10
-        or (len(text) >= 40 and ("\\x" in text or _LONG_RUN.search(text) or _SPACED_PAIR.search(text)))
+        or (len(text) >= 40 and ("\\x" in text or _LONG_RUN.search("".join(texts)) or _SPACED_PAIR.search(text)))
         or (text.count(",") >= 15 and _CHAR_CODES.search(text))
+        or (not text.isascii() and _GLYPH_RUN.search(text))
     ):
         kinds.append(PAYLOAD)
     return tuple(kinds)
@@ -232,7 +251,8 @@ def invisible_characters(text: str, field: str = "body", limit: int = 0) -> list
                 k = i
                 while k < n and 0xE0020 <= ord(text[k]) <= 0xE007E:
                     k += 1
-                if k < n and text[k] == "\U000e007f" and k - j <= 8:
+                tags = "".join(chr(ord(c) - 0xE0000) for c in text[j:k])
+                if k < n and text[k] == "\U000e007f" and tags in _SUBDIVISION_FLAGS:
                     continue
         elif cp == 0x200D:
             if (_emoji_part(before) and _pictographic(after)) or _joins_letters(before, after):
@@ -241,16 +261,22 @@ def invisible_characters(text: str, field: str = "body", limit: int = 0) -> list
             if _joins_letters(before, after):
                 continue
         elif 0xFE00 <= cp <= 0xFE0F or 0xE0100 <= cp <= 0xE01EF or 0x180B <= cp <= 0x180D:
-            # one selector after a visible base character selects its glyph; a run of them carries data
-            if before and not _SUSPECT.match(before) and unicodedata.category(before)[0] not in "ZC":
+            # one selector after the base it selects a glyph of; a run of them, or one after a plain letter, carries
+            # data
+            if _selects(before, cp):
                 continue
-        elif cp in (0x200E, 0x200F, 0x061C) or 0x2066 <= cp <= 0x2069:
-            # marks and isolates belong to right-to-left text; around nothing right-to-left they only hide order
+        elif cp in (0x200E, 0x200F, 0x061C):
+            # a mark belongs to right-to-left text; around nothing right-to-left, or in a run, it only hides order
+            # or carries bits
             rtl = bool(_RTL.search(text)) if rtl is None else rtl
-            if rtl and cp not in range(0x2066, 0x206A):
+            if rtl and before not in _MARKS and after not in _MARKS:
                 continue
+        elif 0x2066 <= cp <= 0x2069:
+            # an isolate belongs around right-to-left text (a name in a sentence); around code it reorders what a
+            # reader sees (Trojan Source)
+            rtl = bool(_RTL.search(text)) if rtl is None else rtl
             balanced = _balanced_isolates(text) if rtl and balanced is None else balanced
-            if rtl and balanced:
+            if rtl and balanced and (cp == 0x2069 or _RTL.search(text, i + 1, max(text.find("\u2069", i), i))):
                 continue
         elif cp == 0xFEFF and i == 0:
             continue
@@ -262,6 +288,26 @@ def invisible_characters(text: str, field: str = "body", limit: int = 0) -> list
         if len(found) == limit:
             break
     return found
+
+
+# the emoji subdivision flags (RGI): 🏴 + these in tag letters + cancel tag; any other tag run carries text
+_SUBDIVISION_FLAGS = frozenset({"gbeng", "gbsct", "gbwls"})
+_MARKS = frozenset("\u200e\u200f\u061c")
+
+
+def _selects(before: str, cp: int) -> bool:
+    """A variation selector chooses a glyph of the character before it: text or emoji presentation (VS15, VS16)
+    of a symbol, a keycap digit or an emoji; a standardized variant (VS1-VS14) of a symbol beyond ASCII; an
+    ideographic variant (VS17+) of a CJK ideograph; a Mongolian variant of a Mongolian letter."""
+    if not before or _SUSPECT.match(before) or unicodedata.category(before)[0] in "ZC":
+        return False
+    if 0xE0100 <= cp <= 0xE01EF:
+        return unicodedata.name(before, "").startswith("CJK")
+    if 0x180B <= cp <= 0x180D:
+        return 0x1800 <= ord(before) <= 0x18AF
+    if before.isascii():
+        return cp in (0xFE0E, 0xFE0F) and before in "#*0123456789"
+    return True
 
 
 def _balanced_isolates(text: str) -> bool:
@@ -351,6 +397,8 @@ def fetching_markup(text: str, field: str = "body") -> list[Finding]:
     found: list[Finding] = []
     if not ("![" in text or "<" in text or "url(" in text.lower() or "@import" in text.lower()):
         return found
+    if "&" in text:
+        text = html.unescape(text)  # a renderer reads `&#104;ttps:` as `https:` (positions then count in this)
     text = _outside_code(text)
     if "![" in text:
         for m in _MD_IMAGE.finditer(text):
@@ -1002,12 +1050,22 @@ def _view(plain: str) -> str:
 
 
 def _squashed(folded: str) -> re.Match[str] | None:
-    """A never-innocent phrase in the letters alone (split words, leetspeak); quotes left out of a report."""
+    """A never-innocent phrase in the letters alone (split words, leetspeak), also read backwards, in ROT13 and
+    down the first letters of the lines (an acrostic); quotes left out of a report."""
     quoted = _QUOTE_MARK.search(folded) is not None and _QUOTED_REPORT.search(folded) is not None
     source = _QUOTED_SPAN.sub(" ", folded) if quoted else folded
     if not source.isascii():
         source = _NOT_LETTER_OR_LEET.sub("", source)  # what translating leaves no letter of, dropped first
-    return _SQUASHED.search(source.translate(_LEET_LETTERS))  # one pass: leetspeak read, the rest dropped
+    letters = source.translate(_LEET_LETTERS)  # one pass: leetspeak read, the rest dropped
+    hit = _SQUASHED.search(letters) or _SQUASHED.search(letters[::-1]) or _SQUASHED.search(letters.translate(_ROT13))
+    if hit is None and folded.count("\n") >= 5:
+        initials = "".join(m.group(1) for m in _LINE_INITIAL.finditer(folded))
+        hit = _SQUASHED.search(initials) if len(initials) >= 6 else None
+    return hit
+
+
+_ROT13 = str.maketrans("abcdefghijklmnopqrstuvwxyz", "nopqrstuvwxyzabcdefghijklm")
+_LINE_INITIAL = re.compile(r"^[^a-z\n]*([a-z])", re.MULTILINE)  # a line's first letter (after bullets, numbers)
 
 
 def _may_address(texts: tuple[str, ...]) -> bool:
@@ -1018,7 +1076,7 @@ def _may_address(texts: tuple[str, ...]) -> bool:
     plain = "\n".join(plains)
     if ("<" in plain or "[" in plain or ":" in plain) and _TEMPLATE.search(plain):
         return True  # every template token or role marker holds one of these
-    view = "\n".join(_view(p) for p in plains)
+    view = " ".join(_view(p) for p in plains)  # a space: a sentence split between two fields is read whole
     if _FIRST_OPENING.search(view) or any(
         _holds(view, needs) and (needs == _NON_ASCII or rx.search(view)) for rx, needs in _FIRST_SEARCHED
     ):
@@ -1079,6 +1137,8 @@ _DECODE_HINT = re.compile("|".join(re.escape(hint) for hint in _DECODE_HINTS))
 # a row, or two hex digits standing alone between spaces or commas (a spaced hex dump)
 _LONG_RUN = re.compile(r"[A-Za-z0-9+/_-]{24}")
 _SPACED_PAIR = re.compile(r"[\s,][0-9a-fA-F]{2}[\s,]")
+# bytes written as glyphs, one each: braille patterns (U+2800-28FF), base100's emoji (U+1F3F7-1F4F6); 24 in a row
+_GLYPH_RUN = re.compile("[\u2800-\u28ff]{24,}|[\U0001f3f7-\U0001f4f6]{24,}")
 _CHAR_CODES = re.compile(r"(?<![\d.])\d{1,3}(?:\s*,\s*\d{1,3}){19,}(?![\d.])")  # 20+ small numbers: chr() them
 _PERCENT_RUN = re.compile(r"(?:[^\s%]{0,16}%[0-9A-Fa-f]{2}){10,}")
 _HEX_RUN = re.compile(r"(?<![0-9a-fA-F])(?:\\x)?(?:[0-9a-fA-F]{2}(?:\\x|\s|,\s?0x|0x)?){40,}")
@@ -1132,6 +1192,11 @@ def encoded_payloads(text: str, field: str = "body") -> list[Finding]:
     if at is not None:
         found.append(Finding(PAYLOAD, field, at + 1, "decode-and-run command"))
         return found
+    if not text.isascii():
+        m = _GLYPH_RUN.search(text)
+        if m is not None:
+            found.append(Finding(PAYLOAD, field, m.start() + 1, f"{len(m.group())} braille or emoji bytes in a row"))
+            return found
     if len(text) < 40:
         return found
     for m in _BASE64_RUN.finditer(text):
