@@ -20,6 +20,8 @@ NOT_LOADED = (
     "ruamel",
     "yaml",
     "mcp",
+    "filelock",
+    "memory_mcp.domain.screen",
     "memory_mcp.domain.models",
     "memory_mcp.importers.run",
     "memory_mcp.importers.notes",

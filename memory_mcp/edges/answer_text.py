@@ -10,8 +10,8 @@ from __future__ import annotations
 from typing import TYPE_CHECKING
 
 from ..domain import provenance
-from ..domain.screen import FENCE, data_line, fenced, quarantine_label
 from ..domain.text import clip
+from ..domain.visible import FENCE, data_line, fenced, quarantine_label
 
 if TYPE_CHECKING:
     from ..domain.answers import IndexReport, RecallAnswer, RecallResult

@@ -22,7 +22,7 @@ from ..domain import provenance
 from ..domain.errors import InputError, MemoryMcpError
 from ..domain.fields import BY_NAME, EDIT_VALUES
 from ..domain.memory import OptionalValues
-from ..domain.screen import quarantine_label, visible, visible_data
+from ..domain.visible import quarantine_label, visible, visible_data
 from ..domain.vocabulary import FORGET_MODES, RECALL_MODES, RESOLUTIONS, SCOPES, STATES, TRUSTS, TYPES, UPDATE_OPS
 from ..importers import FORMATS
 from ..tools.service import MemoryService

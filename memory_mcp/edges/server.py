@@ -42,7 +42,7 @@ from ..domain.models import (
     UpdateAnswer,
 )
 from ..domain.provenance import Origin, mcp_origin
-from ..domain.screen import visible, visible_data
+from ..domain.visible import visible, visible_data
 from ..domain.vocabulary import (
     FORGET_MODES,
     PERSON_TRUSTS,

@@ -22,7 +22,6 @@ from ..canon.dictionary import EntityDictionary
 from ..domain import provenance
 from ..domain.answers import ReconcileReport
 from ..domain.errors import ContainmentError
-from ..domain.screen import memory_texts, quarantine_marker, released_for, screen
 from ..domain.vocabulary import State
 from ..index import db as ix
 from ..index import ledger
@@ -488,6 +487,9 @@ def index_file(
             mtime = _gate_mtime(before.st_mtime_ns)
             mem.state = State.ACTIVE
             mem.updated = canon.now_iso()
+    # the screen's tables load with the first file a pass indexes, not with every call (a recall of unchanged files)
+    from ..domain.screen import memory_texts, quarantine_marker, released_for, screen
+
     if mem.quarantine is None and not released_for(mem.released, mem.title, mem.body):
         # every way in that is not a tool call (a hand edit, a sync, a copied file, a store from before the
         # screen) is screened here, on the first read of new content. Held in the index only: the server never
