@@ -23,6 +23,7 @@ from __future__ import annotations
 
 import base64
 import binascii
+import html
 import itertools
 import re
 from collections.abc import Iterator
@@ -115,7 +116,24 @@ def screen(texts: dict[str, str | None]) -> Verdict:
     found: list[Finding] = []
     for name, text in present.items():
         found += screen_text(text, name, kinds)
+    found += _across_fields(present, kinds, {f.kind for f in found})
     return Verdict(tuple(found))
+
+
+_SEAM = 200  # characters read on each side where one field ends and the next begins
+
+
+def _across_fields(present: dict[str, str], kinds: tuple[str, ...], found: set[str]) -> list[Finding]:
+    """An instruction or a payload split where one field ends and the next begins (a title that opens a sentence
+    its body finishes, a base64 run cut in two): the seam of each two fields in turn, read as one text."""
+    out: list[Finding] = []
+    for a, b in itertools.pairwise(present):
+        head, tail = present[a][-_SEAM:], present[b][:_SEAM]
+        if INSTRUCTION in kinds and INSTRUCTION not in found:
+            out += agent_instructions(f"{head} {tail}", f"{a}+{b}")
+        if PAYLOAD in kinds and PAYLOAD not in found:
+            out += encoded_payloads(head + tail, f"{a}+{b}")
+    return out
 
 
 def screen_text(text: str, field: str = "body", kinds: tuple[str, ...] = KINDS) -> list[Finding]:
@@ -145,8 +163,9 @@ def possible_kinds(*texts: str) -> tuple[str, ...]:
     if (
         _DECODE_HINT.search(low)
         or text.count("%") >= 10
-        or (len(text) >= 40 and ("\\x" in text or _LONG_RUN.search(text) or _SPACED_PAIR.search(text)))
+        or (len(text) >= 40 and ("\\x" in text or _LONG_RUN.search("".join(texts)) or _SPACED_PAIR.search(text)))
         or (text.count(",") >= 15 and _CHAR_CODES.search(text))
+        or (not text.isascii() and _GLYPH_RUN.search(text))
     ):
         kinds.append(PAYLOAD)
     return tuple(kinds)
@@ -194,6 +213,8 @@ def fetching_markup(text: str, field: str = "body") -> list[Finding]:
     found: list[Finding] = []
     if not ("![" in text or "<" in text or "url(" in text.lower() or "@import" in text.lower()):
         return found
+    if "&" in text:
+        text = html.unescape(text)  # a renderer reads `&#104;ttps:` as `https:` (positions then count in this)
     text = _outside_code(text)
     if "![" in text:
         for m in _MD_IMAGE.finditer(text):
@@ -845,12 +866,22 @@ def _view(plain: str) -> str:
 
 
 def _squashed(folded: str) -> re.Match[str] | None:
-    """A never-innocent phrase in the letters alone (split words, leetspeak); quotes left out of a report."""
+    """A never-innocent phrase in the letters alone (split words, leetspeak), also read backwards, in ROT13 and
+    down the first letters of the lines (an acrostic); quotes left out of a report."""
     quoted = _QUOTE_MARK.search(folded) is not None and _QUOTED_REPORT.search(folded) is not None
     source = _QUOTED_SPAN.sub(" ", folded) if quoted else folded
     if not source.isascii():
         source = _NOT_LETTER_OR_LEET.sub("", source)  # what translating leaves no letter of, dropped first
-    return _SQUASHED.search(source.translate(_LEET_LETTERS))  # one pass: leetspeak read, the rest dropped
+    letters = source.translate(_LEET_LETTERS)  # one pass: leetspeak read, the rest dropped
+    hit = _SQUASHED.search(letters) or _SQUASHED.search(letters[::-1]) or _SQUASHED.search(letters.translate(_ROT13))
+    if hit is None and folded.count("\n") >= 5:
+        initials = "".join(m.group(1) for m in _LINE_INITIAL.finditer(folded))
+        hit = _SQUASHED.search(initials) if len(initials) >= 6 else None
+    return hit
+
+
+_ROT13 = str.maketrans("abcdefghijklmnopqrstuvwxyz", "nopqrstuvwxyzabcdefghijklm")
+_LINE_INITIAL = re.compile(r"^[^a-z\n]*([a-z])", re.MULTILINE)  # a line's first letter (after bullets, numbers)
 
 
 def _may_address(texts: tuple[str, ...]) -> bool:
@@ -861,7 +892,7 @@ def _may_address(texts: tuple[str, ...]) -> bool:
     plain = "\n".join(plains)
     if ("<" in plain or "[" in plain or ":" in plain) and _TEMPLATE.search(plain):
         return True  # every template token or role marker holds one of these
-    view = "\n".join(_view(p) for p in plains)
+    view = " ".join(_view(p) for p in plains)  # a space: a sentence split between two fields is read whole
     if _FIRST_OPENING.search(view) or any(
         _holds(view, needs) and (needs == _NON_ASCII or rx.search(view)) for rx, needs in _FIRST_SEARCHED
     ):
@@ -922,6 +953,8 @@ _DECODE_HINT = re.compile("|".join(re.escape(hint) for hint in _DECODE_HINTS))
 # a row, or two hex digits standing alone between spaces or commas (a spaced hex dump)
 _LONG_RUN = re.compile(r"[A-Za-z0-9+/_-]{24}")
 _SPACED_PAIR = re.compile(r"[\s,][0-9a-fA-F]{2}[\s,]")
+# bytes written as glyphs, one each: braille patterns (U+2800-28FF), base100's emoji (U+1F3F7-1F4F6); 24 in a row
+_GLYPH_RUN = re.compile("[\u2800-\u28ff]{24,}|[\U0001f3f7-\U0001f4f6]{24,}")
 _CHAR_CODES = re.compile(r"(?<![\d.])\d{1,3}(?:\s*,\s*\d{1,3}){19,}(?![\d.])")  # 20+ small numbers: chr() them
 _PERCENT_RUN = re.compile(r"(?:[^\s%]{0,16}%[0-9A-Fa-f]{2}){10,}")
 _HEX_RUN = re.compile(r"(?<![0-9a-fA-F])(?:\\x)?(?:[0-9a-fA-F]{2}(?:\\x|\s|,\s?0x|0x)?){40,}")
@@ -975,6 +1008,11 @@ def encoded_payloads(text: str, field: str = "body") -> list[Finding]:
     if at is not None:
         found.append(Finding(PAYLOAD, field, at + 1, "decode-and-run command"))
         return found
+    if not text.isascii():
+        m = _GLYPH_RUN.search(text)
+        if m is not None:
+            found.append(Finding(PAYLOAD, field, m.start() + 1, f"{len(m.group())} braille or emoji bytes in a row"))
+            return found
     if len(text) < 40:
         return found
     for m in _BASE64_RUN.finditer(text):

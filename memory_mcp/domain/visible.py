@@ -131,7 +131,8 @@ def invisible_characters(text: str, field: str = "body", limit: int = 0) -> list
                 k = i
                 while k < n and 0xE0020 <= ord(text[k]) <= 0xE007E:
                     k += 1
-                if k < n and text[k] == "\U000e007f" and k - j <= 8:
+                tags = "".join(chr(ord(c) - 0xE0000) for c in text[j:k])
+                if k < n and text[k] == "\U000e007f" and tags in _SUBDIVISION_FLAGS:
                     continue
         elif cp == 0x200D:
             if (_emoji_part(before) and _pictographic(after)) or _joins_letters(before, after):
@@ -140,16 +141,22 @@ def invisible_characters(text: str, field: str = "body", limit: int = 0) -> list
             if _joins_letters(before, after):
                 continue
         elif 0xFE00 <= cp <= 0xFE0F or 0xE0100 <= cp <= 0xE01EF or 0x180B <= cp <= 0x180D:
-            # one selector after a visible base character selects its glyph; a run of them carries data
-            if before and not SUSPECT.match(before) and unicodedata.category(before)[0] not in "ZC":
+            # one selector after the base it selects a glyph of; a run of them, or one after a plain letter, carries
+            # data
+            if _selects(before, cp):
                 continue
-        elif cp in (0x200E, 0x200F, 0x061C) or 0x2066 <= cp <= 0x2069:
-            # marks and isolates belong to right-to-left text; around nothing right-to-left they only hide order
+        elif cp in (0x200E, 0x200F, 0x061C):
+            # a mark belongs to right-to-left text; around nothing right-to-left, or in a run, it only hides order
+            # or carries bits
             rtl = bool(_RTL.search(text)) if rtl is None else rtl
-            if rtl and cp not in range(0x2066, 0x206A):
+            if rtl and before not in _MARKS and after not in _MARKS:
                 continue
+        elif 0x2066 <= cp <= 0x2069:
+            # an isolate belongs around right-to-left text (a name in a sentence); around code it reorders what a
+            # reader sees (Trojan Source)
+            rtl = bool(_RTL.search(text)) if rtl is None else rtl
             balanced = _balanced_isolates(text) if rtl and balanced is None else balanced
-            if rtl and balanced:
+            if rtl and balanced and (cp == 0x2069 or _RTL.search(text, i + 1, max(text.find("\u2069", i), i))):
                 continue
         elif cp == 0xFEFF and i == 0:
             continue
@@ -161,6 +168,26 @@ def invisible_characters(text: str, field: str = "body", limit: int = 0) -> list
         if len(found) == limit:
             break
     return found
+
+
+# the emoji subdivision flags (RGI): 🏴 + these in tag letters + cancel tag; any other tag run carries text
+_SUBDIVISION_FLAGS = frozenset({"gbeng", "gbsct", "gbwls"})
+_MARKS = frozenset("\u200e\u200f\u061c")
+
+
+def _selects(before: str, cp: int) -> bool:
+    """A variation selector chooses a glyph of the character before it: text or emoji presentation (VS15, VS16)
+    of a symbol, a keycap digit or an emoji; a standardized variant (VS1-VS14) of a symbol beyond ASCII; an
+    ideographic variant (VS17+) of a CJK ideograph; a Mongolian variant of a Mongolian letter."""
+    if not before or SUSPECT.match(before) or unicodedata.category(before)[0] in "ZC":
+        return False
+    if 0xE0100 <= cp <= 0xE01EF:
+        return unicodedata.name(before, "").startswith("CJK")
+    if 0x180B <= cp <= 0x180D:
+        return 0x1800 <= ord(before) <= 0x18AF
+    if before.isascii():
+        return cp in (0xFE0E, 0xFE0F) and before in "#*0123456789"
+    return True
 
 
 def _balanced_isolates(text: str) -> bool:
