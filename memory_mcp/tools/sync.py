@@ -24,9 +24,8 @@ def sync(
     before = arrivals.head(s.store.root)
 
     def settle(merged: list[str]) -> None:
-        """Under the lock the merge held: name teammates' new memories, then index what the merge wrote as
-        merged (an archived memory whose text a merge changed stays archived), before any other call sees it."""
-        arrivals.receive(s.store, before)
+        """Under the lock the merge held: index what the merge wrote as merged (an archived memory whose text a
+        merge changed stays archived; a teammate's new memory shown as theirs), before any other call sees it."""
         with s.transaction(rules=PassRules(merged=frozenset(merged))):
             pass
 
@@ -34,8 +33,7 @@ def sync(
         s.store.root, options or git_sync.SyncOptions(), progress, hold=lambda: exclusive(s), settle=settle
     )
     started = time.perf_counter()
-    with exclusive(s):  # a teammate's new memory names its author before it is indexed
-        came = arrivals.receive(s.store, before)
+    came = arrivals.receive(s.store, before)  # the list for the next context (reads git and ids, writes no memory)
     # what the merge wrote is no hand edit: an archived memory whose text a merge changed stays archived
     with s.transaction(rules=PassRules(merged=frozenset(result.arrived))) as report:
         index = index_report(s, report)
@@ -47,8 +45,7 @@ def sync(
         again = git_sync.sync(s.store.root, git_sync.SyncOptions(options.remote, result.branch, options.push)
                               if options else git_sync.SyncOptions(branch=result.branch), progress,
                               hold=lambda: exclusive(s), settle=settle)  # fmt: skip
-        with exclusive(s):
-            came = arrivals.receive(s.store, before, also=came)
+        came = arrivals.receive(s.store, before, also=came)
         with s.transaction(rules=PassRules(merged=frozenset(again.arrived))) as report:
             index = index_report(s, report)
         _fold(result, again)
