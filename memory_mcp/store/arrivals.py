@@ -18,6 +18,7 @@ from dataclasses import asdict, dataclass, field
 from pathlib import Path
 
 from ..canon import files as canon
+from ..canon.merge import id_of
 from ..domain import provenance
 from .git import Git, git_binary, work_tree_of
 from .paths import Store
@@ -70,11 +71,13 @@ def receive(store: Store, before: str | None, also: Arrivals | None = None) -> A
     me = _me(git)
     out = Arrivals(me=me, synced=canon.now_iso(), new=list(also.new) if also is not None else [])
     if git.text("rev-parse", "-q", "--verify", "HEAD", check=False):
+        listed = set(out.new)
         for path, author in _added_by(git, _folder(store, git), f"{before}..HEAD" if before else "HEAD").items():
             if not provenance.same_person(author, me):
                 arrival = _arrival(git.root / path, author)
-                if arrival is not None and arrival not in out.new:
+                if arrival is not None and arrival not in listed:
                     out.new.append(arrival)
+                    listed.add(arrival)
     _save(store, out)
     return out
 
@@ -125,9 +128,9 @@ def _added_by(git: Git, folder: str, revisions: str, paths: list[str] | None = N
 
 def _arrival(path: Path, author: str) -> Arrival | None:
     try:
-        mem_id = str(canon.read_frontmatter(path).get("id") or "").strip()
-    except (OSError, canon.CanonError):
-        return None  # gone since, or not a memory: reconcile reports it
+        mem_id = id_of(canon.read_bytes(path))  # the id line only: no YAML for a thousand arrivals
+    except OSError:
+        return None  # gone since: reconcile reports it
     return Arrival(mem_id, author) if mem_id else None
 
 
