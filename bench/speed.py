@@ -187,12 +187,24 @@ def child(argv: list[str], cwd: Path) -> tuple[float, float, float]:
     return wall, (usage.ru_utime + usage.ru_stime) * 1000, usage.ru_maxrss / 1024
 
 
+def compiled() -> None:
+    """The measured package's bytecode written, as `pip install` writes it: with PYTHONDONTWRITEBYTECODE set (some
+    CI and sandboxes set it) every new process would compile each module it imports again, ~140 ms of a one-shot
+    call that no installed copy pays. compileall writes it whatever that variable says."""
+    import compileall
+
+    import memory_mcp
+
+    compileall.compile_dir(Path(memory_mcp.__file__).parent, quiet=1)
+
+
 def one_shot(root: Path, calls: int) -> dict:
     """Each command as a hook or a script runs it: a new process per call, index built, nothing changed;
     beside the floors measured in the same run: `python -c pass` and a new process that stats every file of
     memories/ (what the reconcile-first step cannot do without). The kinds are interleaved call by call, so
     the load changes them alike. Medians of `calls` calls; peak RSS is the largest of the calls."""
     py = sys.executable
+    compiled()
     cli = [py, "-c", CLI, "--store", str(root)]
     kinds = {
         "pass": [py, "-c", "pass"],
@@ -213,6 +225,7 @@ def one_shot(root: Path, calls: int) -> dict:
             cpu[kind].append(cpu_ms)
             rss[kind].append(mb)
     out = {f"oneshot_{k}_ms": round(statistics.median(v), 1) for k, v in wall.items()}
+    out["oneshot_load"] = round(os.getloadavg()[0], 2)  # the 1-minute load average as the calls ended
     out.update({f"oneshot_{k}_cpu_ms": round(statistics.median(v), 1) for k, v in cpu.items()})
     out.update({f"oneshot_{k}_rss_mb": round(max(v), 1) for k, v in rss.items() if k not in ("pass", "stat")})
     return out
@@ -432,6 +445,7 @@ def print_oneshot(rows: list[dict]) -> None:
     for r in rows:
         print("| " + " | ".join(f"{r[k]:,}" if isinstance(r[k], int) else str(r[k]) for k, _ in ONESHOT_COLUMNS) + " |")
     for r in rows:
+        print(f"{r['memories']:,} memories: load average (1 min) at the end of the calls: {r.get('oneshot_load', '?')}")
         print_targets(r, f"{r['memories']:,} memories")
 
 

@@ -15,28 +15,20 @@ validates values against that row, and its errors are put in this module's words
 from __future__ import annotations
 
 import difflib
+import math
 import os
 import re
-import tomllib
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
-from functools import cache, cached_property
+from functools import cache
 from pathlib import Path
 from types import MappingProxyType
-from typing import Annotated, Any, Literal
-
-from pydantic import (
-    AfterValidator,
-    BaseModel,
-    ConfigDict,
-    Field,
-    StringConstraints,
-    TypeAdapter,
-    ValidationError,
-    ValidationInfo,
-)
+from typing import TYPE_CHECKING, Any
 
 from .domain.errors import MemoryMcpError
+
+if TYPE_CHECKING:
+    from pydantic import BaseModel
 from .domain.ranking import RankingConstants
 
 ENV_PREFIX = "MEMORY_MCP_"
@@ -84,17 +76,13 @@ class Setting:
     # a rule beyond type, range and choices, run after them: returns the value or raises ValueError(the problem)
     check: Callable[[Any], Any] | None = None
 
-    @cached_property
-    def _validator(self) -> TypeAdapter[Any]:
-        return _adapter(self.kind, self.minimum, self.maximum, self.choices, self.check)
-
     def validate(self, value: Any, layer: str) -> Any:
         """The value normalised (ints widen to float, paths expand `~`); ConfigError naming key and layer."""
         try:
-            return self._validator.validate_python(value, strict=True)
-        except ValidationError as exc:
+            return _validate(value, self.kind, self.minimum, self.maximum, self.choices, self.check)
+        except _Invalid as exc:
             list_of = f"tables ([[{self.key}]] in TOML)" if self.kind == "tables" else "strings"
-            problem = _problem(exc.errors()[0], value, self.minimum, self.maximum, self.choices, list_of)
+            problem = _problem(exc.error, value, self.minimum, self.maximum, self.choices, list_of)
             raise ConfigError(f"{self.key}: {problem} (in {layer})") from None
 
 
@@ -106,19 +94,77 @@ def _i(key: str, default: int, lo: int, hi: int, help: str) -> Setting:
     return Setting(key, default, "int", lo, hi, None, help)
 
 
-# a string with something in it besides blanks
-_NON_BLANK = StringConstraints(pattern=r"\S")
-# each kind's pydantic type; strict validation keeps `true` from being a number and "3" from being an integer
-_KIND_TYPES: dict[str, Any] = {
-    "bool": bool,
-    "int": int,
-    "float": Annotated[float, Field(allow_inf_nan=False)],
-    "str": Annotated[str, _NON_BLANK],
-    "path": Annotated[str, _NON_BLANK, AfterValidator(lambda text: Path(text).expanduser())],
-    "list[str]": list[str],
-    "tables": list[dict[str, Any]],
-}
-# what a value of each pydantic type error should have been, as the messages say it
+class _Invalid(ValueError):
+    """A value that breaks its setting's shape: `error` says how, in the form `_problem` reads (type, loc, ctx)."""
+
+    def __init__(self, kind: str, loc: tuple = (), cause: Exception | None = None) -> None:
+        super().__init__(kind)
+        self.error: dict[str, Any] = {"type": kind, "loc": loc, "ctx": {"error": cause}}
+
+
+_NON_BLANK = re.compile(r"\S")  # a string with something in it besides blanks
+
+
+def _typed(value: Any, kind: str) -> Any:
+    """The value checked against its kind, strictly: `true` is no number, "3" no integer, a tuple no list."""
+    if kind == "bool":
+        if type(value) is not bool:
+            raise _Invalid("bool_type")
+        return value
+    if kind == "int":
+        if not isinstance(value, int) or isinstance(value, bool):
+            raise _Invalid("int_type")
+        return value
+    if kind == "float":
+        if not isinstance(value, int | float) or isinstance(value, bool):
+            raise _Invalid("float_type")
+        if not math.isfinite(value):
+            raise _Invalid("finite_number")
+        return float(value)
+    if kind in ("str", "path"):
+        if not isinstance(value, str):
+            raise _Invalid("string_type")
+        if not _NON_BLANK.search(value):
+            raise _Invalid("string_pattern_mismatch")
+        return Path(value).expanduser() if kind == "path" else value
+    if not isinstance(value, list):
+        raise _Invalid("list_type")
+    item_type, item_error = (str, "string_type") if kind == "list[str]" else (dict, "dict_type")
+    for i, item in enumerate(value):
+        if not isinstance(item, item_type):
+            raise _Invalid(item_error, (i,))
+        if kind == "tables" and not all(isinstance(k, str) for k in item):
+            raise _Invalid("string_type", (i,))
+    return [dict(item) for item in value] if kind == "tables" else list(value)
+
+
+def _validate(
+    value: Any,
+    kind: str,
+    lo: float | None,
+    hi: float | None,
+    choices: tuple | None,
+    check: Callable[[Any], Any] | None,
+) -> Any:
+    """One setting's value checked in pydantic's strict order: type (or choice), range, then its own rule."""
+    if choices is not None:
+        if not any(type(value) is type(c) and value == c for c in choices):
+            raise _Invalid("literal_error")
+    else:
+        value = _typed(value, kind)
+    if lo is not None and value < lo:
+        raise _Invalid("greater_than_equal")
+    if hi is not None and value > hi:
+        raise _Invalid("less_than_equal")
+    if check is not None:
+        try:
+            value = check(value)
+        except ValueError as exc:
+            raise _Invalid("value_error", (), exc) from None
+    return value
+
+
+# what a value of each type error should have been, as the messages say it
 _EXPECTED = {
     "bool_type": "true or false",
     "int_type": "an integer",
@@ -127,20 +173,6 @@ _EXPECTED = {
     "string_pattern_mismatch": "a non-empty string",
     "literal_error": "a non-empty string",
 }
-
-
-@cache
-def _adapter(
-    kind: str, lo: float | None, hi: float | None, choices: tuple | None, check: Callable[[Any], Any] | None
-) -> TypeAdapter[Any]:
-    """pydantic's validator for one declared shape, built on first use and shared by the settings of that shape."""
-    meta: list[Any] = []
-    if lo is not None or hi is not None:
-        meta.append(Field(ge=lo, le=hi))
-    if check is not None:
-        meta.append(AfterValidator(check))
-    base = Literal[choices] if choices is not None else _KIND_TYPES[kind]
-    return TypeAdapter(Annotated[base, *meta] if meta else base)
 
 
 SETTINGS: tuple[Setting, ...] = (
@@ -288,14 +320,6 @@ def _label_shape(label: str) -> str:
     return label
 
 
-def _label_unused(label: str, info: ValidationInfo) -> str:
-    # labels already taken by earlier tables of the same list, passed in as validation context
-    earlier: Mapping[str, int] = (info.context or {}).get("labels", {})
-    if label in earlier:
-        raise ValueError(f"{label!r} is already used by documents.sources[{earlier[label]}]")
-    return label
-
-
 def _extensions_shape(extensions: list[str]) -> list[str]:
     for ext in extensions:
         if not ext.startswith(".") or len(ext) < 2 or "/" in ext:
@@ -303,16 +327,33 @@ def _extensions_shape(extensions: list[str]) -> list[str]:
     return extensions
 
 
-class SourceTable(BaseModel):
-    """One `[[documents.sources]]` table: each field declared once, with its default and range; label is required."""
+@cache
+def _source_table() -> type[BaseModel]:
+    """The model of one `[[documents.sources]]` table: each field declared once, with its default and range; label
+    is required. pydantic is imported here, for a store that declares document sources, not for every call."""
+    from typing import Annotated
 
-    model_config = ConfigDict(extra="forbid", strict=True)
+    from pydantic import AfterValidator, BaseModel, ConfigDict, Field, StringConstraints, ValidationInfo
 
-    label: Annotated[str, _NON_BLANK, AfterValidator(_label_shape), AfterValidator(_label_unused)]
-    path: Annotated[str, _NON_BLANK] = "."
-    extensions: Annotated[list[str], AfterValidator(_extensions_shape)] = [".md", ".txt"]
-    ignore: list[str] = [".git/**", "node_modules/**", ".memory/**"]
-    max_file_bytes: Annotated[int, Field(ge=1, le=1024 * 1024 * 1024)] = 1_000_000
+    non_blank = StringConstraints(pattern=r"\S")
+
+    def label_unused(label: str, info: ValidationInfo) -> str:
+        # labels already taken by earlier tables of the same list, passed in as validation context
+        earlier: Mapping[str, int] = (info.context or {}).get("labels", {})
+        if label in earlier:
+            raise ValueError(f"{label!r} is already used by documents.sources[{earlier[label]}]")
+        return label
+
+    class SourceTable(BaseModel):
+        model_config = ConfigDict(extra="forbid", strict=True)
+
+        label: Annotated[str, non_blank, AfterValidator(_label_shape), AfterValidator(label_unused)]
+        path: Annotated[str, non_blank] = "."
+        extensions: Annotated[list[str], AfterValidator(_extensions_shape)] = [".md", ".txt"]
+        ignore: list[str] = [".git/**", "node_modules/**", ".memory/**"]
+        max_file_bytes: Annotated[int, Field(ge=1, le=1024 * 1024 * 1024)] = 1_000_000
+
+    return SourceTable
 
 
 def _env_form(key: str) -> str:
@@ -455,6 +496,9 @@ _ERROR_RANK = {"extra_forbidden": 0, "missing": 1, "value_error": 3}
 
 
 def _check_table(table: dict[str, Any], where: str, layer: str, labels: Mapping[str, int]) -> dict[str, Any]:
+    from pydantic import ValidationError
+
+    SourceTable = _source_table()
     try:
         return SourceTable.model_validate(table, strict=True, context={"labels": labels}).model_dump()
     except ValidationError as exc:
@@ -545,6 +589,8 @@ def _flatten(table: Mapping[str, Any], prefix: str = "") -> list[tuple[str, Any]
 
 
 def _read_toml(path: Path, layer: str) -> dict[str, Any]:
+    import tomllib  # only a settings file that exists is parsed (most one-shot calls have none)
+
     try:
         with path.open("rb") as fh:
             return tomllib.load(fh)
@@ -560,6 +606,8 @@ def _read_toml(path: Path, layer: str) -> dict[str, Any]:
 
 def parse_value(raw: str) -> Any:
     """An environment or `--set` value: a TOML value when it parses as one (3, 0.2, true, [..]), else the text."""
+    import tomllib
+
     try:
         return tomllib.loads(f"v = {raw}")["v"]
     except tomllib.TOMLDecodeError:
@@ -729,7 +777,6 @@ __all__ = [
     "DocumentSource",
     "Setting",
     "Settings",
-    "SourceTable",
     "default_settings",
     "describe",
     "load_settings",

@@ -62,9 +62,9 @@ async def test_remember_lists_best_first_with_evidence_and_the_call_that_settles
     text = result_text(raw)
     lines = text.split("\n")
     assert lines[1].startswith(f"{len(listed)} listed, best first") and lines[2].startswith("Settle each")
-    assert lines[3].startswith(f"1. {REDIS[0][0]} (fact; conflict ")
+    assert lines[3] == "~~~memory listed" and lines[4].startswith(f"1. {REDIS[0][0]} (fact; conflict ")
     call = f"memory_update op=resolve_conflict id={new['id']} other_id={top['id']} resolution=supersede"
-    assert lines[4].strip() == call
+    assert lines[4 + len(listed) + 1] == f"1. {call}"
     assert "memory-mcp " not in text, "the MCP answer names tools, not CLI commands"
     assert len(text.encode("utf-8")) <= 1500, len(text.encode("utf-8"))
 

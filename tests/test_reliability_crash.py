@@ -78,10 +78,12 @@ def _apply(truth: Truth, acks: list[dict]) -> int:
     return count
 
 
-def _wait_ready(ack: Path, proc: multiprocessing.process.BaseProcess, timeout: float = 60) -> None:
+def _wait_ready(ack: Path, proc: multiprocessing.process.BaseProcess, timeout: float = 60, acks: int = 0) -> None:
+    """Until the writer said it is ready and, with `acks`, acknowledged that many writes."""
     deadline = time.monotonic() + timeout
     while time.monotonic() < deadline:
-        if ack.exists() and b'"ready"' in ack.read_bytes():
+        data = ack.read_bytes() if ack.exists() else b""
+        if b'"ready"' in data and data.count(b"\n") - 1 >= acks:
             return
         if not proc.is_alive():
             raise AssertionError(f"writer died before it was ready (exit {proc.exitcode})")
@@ -142,7 +144,9 @@ def _crash_loop(root: Path, kills: int, seed: int) -> tuple[Truth, Figures]:
         proc = ctx.Process(target=reliability_writer.run, args=args)
         proc.start()
         try:
-            _wait_ready(ack, proc)
+            # every other kill waits for a first acknowledged write: on a loaded machine a first write can take
+            # longer than the whole random delay, and a kill before any acknowledgement proves less
+            _wait_ready(ack, proc, acks=run % 2)
             time.sleep(rng.uniform(0.0, 0.25))
             assert proc.is_alive(), f"writer exited on its own (exit {proc.exitcode})"
         finally:

@@ -160,8 +160,10 @@ async def test_remember_text_is_compact_and_says_what_to_do_with_a_conflict(tool
     assert lines[0] == f"remembered: {b['path']} id {b['id']} (global)"
     assert lines[1] == "1 listed, best first, that this may contradict or replace; 1 written as open conflict(s)."
     assert lines[2].startswith("Settle each with its call: supersede if this replaces it, keep_both if not a conflict")
-    assert lines[3].startswith(f"1. {tabs[0][:30]}") and f"(preference; conflict {item['weight']:.2f}): " in lines[3]
-    assert lines[4] == f"   memory_update op=resolve_conflict id={b['id']} other_id={a['id']} resolution=supersede"
+    assert lines[3] == "~~~memory listed"  # the listed memories' text is quoted as data (issue 44)
+    assert lines[4].startswith(f"1. {tabs[0][:30]}") and f"(preference; conflict {item['weight']:.2f}): " in lines[4]
+    assert lines[5] == "~~~"
+    assert lines[6] == f"1. memory_update op=resolve_conflict id={b['id']} other_id={a['id']} resolution=supersede"
     assert item["id"] == c["id"] == a["id"] and item["written"] and c["reasons"]
     assert c["text_similarity"] > 0 and "text_similarity" not in text  # numbers stay in the structured record
 

@@ -13,24 +13,24 @@ import io
 import os
 import re
 import stat
-import tempfile
 import unicodedata
 from collections.abc import Callable, Iterator
 from datetime import UTC, date, datetime
+from functools import cache
 from pathlib import Path, PurePosixPath
-from typing import Any
-
-from ruamel.yaml import YAML
-from ruamel.yaml.comments import CommentedMap, CommentedSeq
-from ruamel.yaml.error import YAMLError
-from ruamel.yaml.nodes import MappingNode, Node, SequenceNode
-from ruamel.yaml.representer import RoundTripRepresenter
-from ruamel.yaml.scalarstring import DoubleQuotedScalarString, SingleQuotedScalarString
+from typing import TYPE_CHECKING, Any
 
 from ..domain.fields import COLUMNS, FIELD_ORDER, TIME_KEYS
 from ..domain.memory import ConflictRecord, Memory
 from ..domain.text import nfkc_casefold, squeeze
 from ..domain.vocabulary import MemoryType, State, Trust
+
+# ruamel.yaml is imported by the functions that read or write YAML with it (a rewrite, a file the fast reader
+# hands over): a call that reads no changed file (a one-shot recall with nothing changed) never loads it
+if TYPE_CHECKING:
+    from ruamel.yaml import YAML
+    from ruamel.yaml.comments import CommentedMap
+    from ruamel.yaml.nodes import Node
 
 MAX_FILE_BYTES = 1024 * 1024
 MAX_FRONTMATTER_BYTES = 64 * 1024
@@ -49,6 +49,9 @@ class CanonError(Exception):
 
 
 def _yaml() -> YAML:
+    from ruamel.yaml import YAML
+
+    _represent_plain_times()
     y = YAML(typ="rt")
     y.preserve_quotes = True
     y.width = 4096
@@ -77,6 +80,9 @@ class RoundTripYAMLHandler:
         return fm, text[match.end() :]
 
     def load(self, fm: str, **kwargs: object) -> CommentedMap:
+        from ruamel.yaml.comments import CommentedMap
+        from ruamel.yaml.error import YAMLError
+
         if len(fm.encode("utf-8")) > MAX_FRONTMATTER_BYTES:
             raise CanonError(f"frontmatter larger than {MAX_FRONTMATTER_BYTES} bytes")
         y = _yaml()
@@ -143,6 +149,8 @@ def _check_unicode(value: Any) -> None:
 
 def _check_node(root: Node) -> None:
     """Refuse anchors/aliases (billion-laughs) and any tag beyond YAML's core schema."""
+    from ruamel.yaml.nodes import MappingNode, SequenceNode
+
     seen: set[int] = set()
     stack = [root]
     while stack:
@@ -279,6 +287,8 @@ def link_entry(mem_id: str, path: str, obsidian: bool) -> str:
 def add_link(meta: CommentedMap, key: str, mem_id: str, entry: str) -> bool:
     """Append `entry` to the link list `key` unless it already names `mem_id`; an existing list keeps its
     entries and style (minimal diff). False when it was already there."""
+    from ruamel.yaml.comments import CommentedSeq
+
     current = meta.get(key)
     if mem_id in link_ids(current, key):
         return False
@@ -319,6 +329,8 @@ def split(text: str, *, round_trip: bool = True) -> tuple[dict[str, Any], str, i
     reading only (`False`) takes libyaml's fast path when the text allows it (same values, see fastyaml).
     """
     if not HANDLER.detect(text):
+        from ruamel.yaml.comments import CommentedMap
+
         return CommentedMap(), text, 1
     try:
         fm, content = HANDLER.split(text)
@@ -449,6 +461,8 @@ def read_frontmatter(path: Path) -> dict[str, Any]:
 
 
 def render_new(fields: dict[str, Any], title: str, body: str) -> str:
+    from ruamel.yaml.comments import CommentedMap
+
     meta = CommentedMap()
     for key in FIELD_ORDER:
         if key in fields and fields[key] is not None:
@@ -462,6 +476,8 @@ def render_new(fields: dict[str, Any], title: str, body: str) -> str:
 def _flow(value: Any) -> Any:
     """Short id/entity lists read best inline: `entities: [a, b]`."""
     if isinstance(value, list) and all(isinstance(v, str) for v in value):
+        from ruamel.yaml.comments import CommentedSeq
+
         seq = CommentedSeq(value)
         seq.fa.set_flow_style()
         return seq
@@ -490,9 +506,14 @@ class _PlainTime(str):
     """A time the server writes, emitted unquoted (`updated: 2026-02-11T09:10:00Z`), as people type it."""
 
 
-RoundTripRepresenter.add_representer(
-    _PlainTime, lambda rep, value: rep.represent_scalar("tag:yaml.org,2002:timestamp", str(value))
-)
+@cache
+def _represent_plain_times() -> None:
+    """ruamel writes a `_PlainTime` unquoted, as a YAML timestamp (registered once, before the first dump)."""
+    from ruamel.yaml.representer import RoundTripRepresenter
+
+    RoundTripRepresenter.add_representer(
+        _PlainTime, lambda rep, value: rep.represent_scalar("tag:yaml.org,2002:timestamp", str(value))
+    )
 
 
 def _time_slots(meta: CommentedMap) -> Iterator[tuple[dict, str]]:
@@ -509,6 +530,8 @@ def _style_times(meta: CommentedMap) -> None:
     """Give the times the server wrote (plain `str`) the style the file's own times already have: unquoted
     (YAML timestamps) unless the person quoted theirs, so a rewrite never puts `'...'` next to unquoted times.
     Values read from the file keep their exact text (ruamel round-trips them)."""
+    from ruamel.yaml.scalarstring import DoubleQuotedScalarString, SingleQuotedScalarString
+
     slots = list(_time_slots(meta))
     style: type[str] = _PlainTime
     for container, key in slots:
@@ -561,6 +584,8 @@ def set_list(meta: CommentedMap, key: str, values: list[str]) -> None:
 
 def atomic_write(path: Path, data: bytes) -> None:
     """Temp file in the same directory + fsync + rename + directory fsync."""
+    import tempfile  # (with what it loads, ~4 ms: a call that writes no file never needs it)
+
     path.parent.mkdir(parents=True, exist_ok=True)
     try:
         fd, tmp = tempfile.mkstemp(prefix=f".{path.name}.", suffix=".tmp", dir=path.parent)

@@ -1,7 +1,9 @@
 """Records exchanged across module borders: the memory itself and every answer the service gives.
 
 The service returns these pydantic models; the MCP edge hands them straight to the SDK as structured
-output and the CLI prints them as JSON, so one definition serves every surface.
+output and the CLI prints them as JSON, so one definition serves every surface. The answers of the calls a hook
+makes in a new process (recall, the session-start context, the reports inside every answer) are plain dataclasses
+declared in answers.py and re-exported here: a one-shot `memory-mcp recall` imports no pydantic.
 """
 
 from __future__ import annotations
@@ -12,6 +14,24 @@ from typing import Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field
 
+from .answers import (
+    CollapsedResult,
+    ConflictSummary,
+    ContextAnswer,
+    DocumentsReport,
+    HandoffInfo,
+    IndexReport,
+    OpenConflict,
+    RecallAnswer,
+    RecallResult,
+    ReconcileReport,
+    ReviewDue,
+    ScopeReport,
+    ScoreComponents,
+    SkippedDocument,
+    SourceStatus,
+    Unparseable,
+)
 from .memory import ConflictRecord, Memory, first_paragraph
 from .vocabulary import MemoryType, State, Trust
 
@@ -23,8 +43,31 @@ ListedKind = Literal["conflict", "possible-conflict", "near-duplicate", "related
 SettleCall = Literal["supersede", "keep_both"]
 
 # re-exported: the record is declared in memory.py (no pydantic, so the merge driver starts fast), the words
-# in vocabulary.py
-__all__ = ["ConflictRecord", "Memory", "MemoryType", "State", "Trust", "first_paragraph"]
+# in vocabulary.py, the answers a one-shot text command prints in answers.py (no pydantic either)
+__all__ = [
+    "ConflictRecord",
+    "Memory",
+    "MemoryType",
+    "State",
+    "Trust",
+    "first_paragraph",
+    "CollapsedResult",
+    "ConflictSummary",
+    "ContextAnswer",
+    "DocumentsReport",
+    "HandoffInfo",
+    "IndexReport",
+    "OpenConflict",
+    "RecallAnswer",
+    "RecallResult",
+    "ReconcileReport",
+    "ReviewDue",
+    "ScopeReport",
+    "ScoreComponents",
+    "SkippedDocument",
+    "SourceStatus",
+    "Unparseable",
+]
 
 
 # ---------------------------------------------------------------- answers
@@ -65,223 +108,6 @@ def stage_reporter(progress: ProgressFn | None, stage: str, scope: str) -> Calla
             progress(Progress(stage, done, total, scope))
 
     return report
-
-
-class ReconcileReport(Answer):
-    """What one reconcile pass did. A no-change pass has hashed == reindexed == removed == 0."""
-
-    scanned: int = 0
-    hashed: int = 0
-    reindexed: int = 0
-    removed: int = 0
-    unparseable: int = 0
-    rebuilt: bool = False
-    rebuild_reason: str | None = None
-    index_in_memory: str | None = Field(
-        default=None,
-        description="Set when the index file cannot be used (e.g. read-only): why, and that answers come from "
-        "an in-memory index rebuilt from the Markdown files (recall counts are not kept).",
-    )
-    quarantined: list[str] = Field(
-        default_factory=list, description="Memories (paths) this pass put in quarantine: the screen caught them."
-    )
-    scan: str = Field(
-        default="full",
-        description="full: every file in memories/ was stat-ed; changed-files: the change watch (inotify) named "
-        "the only files that changed and just those were read; none: the watch saw no change and no other process "
-        "wrote the index, so nothing was read.",
-    )
-    renumbered: list[str] = Field(
-        default_factory=list,
-        description="Files that held an id another file keeps (a copy made by hand), given a new id of their own by "
-        "this pass: 'path: ID stays with <path>; this file is now NEW_ID'.",
-    )
-    seconds: float = 0.0
-
-
-class Unparseable(Answer):
-    path: str
-    reason: str
-    scope: str = "global"
-
-
-class SkippedDocument(Answer):
-    path: str
-    reason: str
-
-
-class DocumentsReport(Answer):
-    """What the reconcile pass did to the indexed document sources."""
-
-    scanned: int = 0
-    hashed: int = 0
-    reindexed: int = 0
-    removed: int = 0
-    skipped: list[SkippedDocument] = Field(default_factory=list)
-    seconds: float = 0.0
-
-
-class SourceStatus(Answer):
-    label: str
-    path: str
-    files: int
-    skipped: int
-    bytes: int
-    last_indexed: str | None
-
-
-class ScopeReport(Answer):
-    scope: str
-    store: str
-    root: str
-    reconcile: ReconcileReport
-
-
-class ConflictSummary(Answer):
-    scope: str = "global"
-    pair_hash: str
-    a_id: str
-    b_id: str
-    a_title: str
-    b_title: str
-    detected: str
-
-
-class IndexReport(Answer):
-    store: str
-    reconcile: ReconcileReport = Field(description="Summed over every scope this call reconciled.")
-    scopes: list[ScopeReport] = Field(default_factory=list)
-    unparseable: list[Unparseable] = Field(default_factory=list)
-    unresolved_conflicts: list[ConflictSummary] = Field(
-        default_factory=list, description="The oldest open conflicts, at most 10 per scope (see the total)."
-    )
-    unresolved_conflicts_total: int = 0
-    documents: DocumentsReport | None = None
-
-
-class ScoreComponents(Answer):
-    text: float
-    trust: float
-    state: float
-    freshness: float
-    heat: float
-    word: float
-    trigram: float
-    like: float
-    coverage: float
-
-
-class HandoffInfo(Answer):
-    """The current handoff of one scope: where the last session left off."""
-
-    id: str
-    scope: str = "global"
-    path: str
-    title: str
-    excerpt: str
-    updated: str
-
-
-class ContextAnswer(Answer):
-    """The session-start context (memory://context, `memory-mcp context`): Markdown within a byte budget."""
-
-    text: str
-    bytes: int
-    budget_bytes: int
-    handoff: HandoffInfo | None = None
-    memories_shown: int = 0
-    memories_left_out: int = Field(default=0, description="Active memories that did not fit the budget.")
-    unresolved_conflicts: int = 0
-    review_due: int = 0
-    quarantined: int = Field(default=0, description="Memories held back in quarantine (never listed here).")
-
-
-class OpenConflict(Answer):
-    """An unresolved conflict a recalled memory is in: the memory on the other side of the pair."""
-
-    pair_hash: str
-    other_id: str
-    other_title: str
-
-
-class RecallResult(Answer):
-    id: str = Field(description="Memory id, or `doc:<path>#<start line>` for a document chunk.")
-    kind: str = Field(default="memory", description="memory | document")
-    scope: str = Field(default="global", description="local | global (documents: the scope indexing them)")
-    label: str | None = Field(default=None, description="Document source label.")
-    path: str
-    line: int
-    title: str
-    excerpt: str
-    score: float
-    components: ScoreComponents | None = Field(default=None, description="None for a handoff listed without a query.")
-    type: str
-    state: str
-    trust: str
-    origin: str | None = Field(default=None, description="Where the memory came from (documents: none).")
-    entities: list[str]
-    updated: str
-    cosine: float | None = Field(default=None, description="Hybrid mode: cosine of this memory to the query.")
-    fused: float | None = Field(
-        default=None, description="Hybrid mode: fused keyword and cosine score (results are ordered by it)."
-    )
-    conflicts: list[OpenConflict] = Field(
-        default_factory=list,
-        description="Unresolved conflicts this memory is in (memory_update op=resolve_conflict settles one).",
-    )
-    current_version_of: list[str] = Field(
-        default_factory=list,
-        description="Ids of superseded memories (directly or through a chain) this one is the current version of: "
-        "those listed below it, and the one that brought it into the results.",
-    )
-    matched: bool = Field(
-        default=True,
-        description="False: the query did not find this memory; it is here as the current version of a "
-        "superseded result that it did find (listed right above it), or as that result's continuation.",
-    )
-    quarantine: str | None = Field(
-        default=None, description="Set when the memory is in quarantine (the screen caught it): the day and why."
-    )
-    continues: str | None = Field(
-        default=None,
-        description="Id of the result right above this memory that it follows in its thread (the best result's "
-        "next memories are shown after it: a reply often holds the answer to words the message before it had).",
-    )
-
-    def cited_bytes(self) -> int:
-        """What a result costs against a recall budget: the UTF-8 bytes of its title, its citation
-        `path:line` and its excerpt, one line each (what every rendering of a result shows)."""
-        return len(f"{self.title}\n{self.path}:{self.line}\n{self.excerpt}\n".encode())
-
-
-class CollapsedResult(Answer):
-    """A result left out because it restates one ranked above it."""
-
-    kept_id: str
-    dropped_id: str
-    reason: str = Field(description="same text | word overlap J | cosine C")
-
-
-class RecallAnswer(Answer):
-    query: str
-    plan: str = Field(description="Which query legs ran: all-terms, any-term, trigram, like, cosine.")
-    results: list[RecallResult]
-    index: IndexReport
-    mode: str = Field(default="bm25", description="The ranking that ran: bm25 (keywords) or hybrid (+ cosine).")
-    semantic_available: bool = Field(default=False, description="An embedding provider is configured and working.")
-    semantic_note: str = Field(default="", description="Why hybrid did not run, or what it has not embedded yet.")
-    semantic_pending: int = Field(default=0, description="Hybrid mode: memories without a vector yet.")
-    collapsed: list[CollapsedResult] = Field(
-        default_factory=list, description="Near-duplicates dropped in favour of the better-ranked result."
-    )
-    budget_bytes: int | None = Field(
-        default=None,
-        description="The budget asked for: results were filled best first while the bytes of their title, "
-        "path:line and excerpt (`cited_bytes`) fit in it.",
-    )
-    used_bytes: int | None = Field(default=None, description="With a budget: the cited bytes of the results.")
-    left_out: int = Field(default=0, description="With a budget: ranked results that did not fit.")
-    as_of: str | None = Field(default=None, description="An as-of view: what the store held as current that day.")
 
 
 class ConflictCandidate(Answer):
@@ -493,13 +319,6 @@ class CompactionCandidate(Answer):
     oldest: str
     newest: str
     suggestion: str
-
-
-class ReviewDue(Answer):
-    id: str
-    title: str
-    path: str
-    review_after: str
 
 
 class ExpiredMemory(Answer):

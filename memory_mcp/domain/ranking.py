@@ -12,8 +12,6 @@ from datetime import UTC, datetime
 from functools import lru_cache
 from typing import NamedTuple
 
-from .models import ScoreComponents
-
 
 @dataclass(frozen=True)
 class RankingConstants:
@@ -109,6 +107,21 @@ def score_total(
     return Total(round(total, 6), text, fresh, warm)
 
 
+class ScoreParts(NamedTuple):
+    """A score's components as plain floats, one per candidate ranked; only returned results become models
+    (`ScoreComponents`, whose fields models.py checks against these at import, so the two never disagree)."""
+
+    text: float
+    trust: float
+    state: float
+    freshness: float
+    heat: float
+    word: float
+    trigram: float
+    like: float
+    coverage: float
+
+
 def score_parts(
     t: Total, *, word: float, trigram: float, like: float, coverage: float, trust: str, state: str, k: RankingConstants
 ) -> ScoreParts:
@@ -124,12 +137,3 @@ def score_parts(
         like=round(like, 6),
         coverage=round(coverage, 6),
     )
-
-
-# A score's components as plain floats, one per candidate ranked; only returned results become models.
-# The fields are ScoreComponents' own, so the two can never disagree.
-ScoreParts = NamedTuple("ScoreParts", [(name, float) for name in ScoreComponents.model_fields])  # type: ignore[misc]
-
-
-def components(parts: ScoreParts) -> ScoreComponents:
-    return ScoreComponents(**parts._asdict())

@@ -23,27 +23,52 @@ from __future__ import annotations
 
 import base64
 import binascii
+import html
+import itertools
 import re
-import unicodedata
 from collections.abc import Iterator
 from dataclasses import dataclass
 from functools import lru_cache
 
-from .text import fold, hangul_joined, skeleton, word_starts
+from .text import fold, hangul_joined, skeleton
+from .visible import (
+    FENCE,
+    FETCH,
+    INSTRUCTION,
+    INVISIBLE,
+    KINDS,
+    LABELS,
+    PAYLOAD,
+    SUSPECT,
+    Finding,
+    data_line,
+    fenced,
+    invisible_characters,
+    quarantine_label,
+    strip_invisible,
+    visible,
+    visible_data,
+)
 
-INVISIBLE = "invisible"
-FETCH = "fetch"
-INSTRUCTION = "instruction"
-PAYLOAD = "payload"
-KINDS = (INVISIBLE, FETCH, INSTRUCTION, PAYLOAD)
-
-
-@dataclass(frozen=True)
-class Finding:
-    kind: str  # one of KINDS
-    field: str  # the text it was found in: title, body, source, entities
-    position: int  # 1-based character position in that text
-    what: str  # short, shown to people: "U+E0041 (Unicode tag character)", "Markdown image from host"
+# re-exported: the kinds, `Finding` and the invisible-character detector live in visible.py with what serves
+# memory text (so serving loads none of the detectors below)
+__all__ = [
+    "FENCE",
+    "FETCH",
+    "INSTRUCTION",
+    "INVISIBLE",
+    "KINDS",
+    "LABELS",
+    "PAYLOAD",
+    "Finding",
+    "data_line",
+    "fenced",
+    "invisible_characters",
+    "quarantine_label",
+    "strip_invisible",
+    "visible",
+    "visible_data",
+]
 
 
 @dataclass(frozen=True)
@@ -75,200 +100,78 @@ class Verdict:
         )
 
 
-LABELS = {
-    INVISIBLE: "invisible characters",
-    FETCH: "fetches an outside address when rendered",
-    INSTRUCTION: "addresses the agent",
-    PAYLOAD: "encoded payload",
-}
+_CLEAN = Verdict()
 
 
 def screen(texts: dict[str, str | None]) -> Verdict:
-    """Every finding in the texts given (field name → text), in field order."""
+    """Every finding in the texts given (field name → text), in field order.
+
+    Two passes: the memory's texts joined are first read once for what each kind of finding cannot do without
+    (`possible_kinds`: a few searches in C); almost every memory holds none of it and is clean there. Only the kinds
+    still possible are looked for, field by field, where positions are counted."""
+    present = {name: text for name, text in texts.items() if text}
+    kinds = possible_kinds(*present.values()) if present else ()
+    if not kinds:
+        return _CLEAN
     found: list[Finding] = []
-    for name, text in texts.items():
-        if text:
-            found += screen_text(text, name)
+    for name, text in present.items():
+        found += screen_text(text, name, kinds)
+    found += _across_fields(present, kinds, {f.kind for f in found})
     return Verdict(tuple(found))
 
 
-def screen_text(text: str, field: str = "body") -> list[Finding]:
+_SEAM = 200  # characters read on each side where one field ends and the next begins
+
+
+def _across_fields(present: dict[str, str], kinds: tuple[str, ...], found: set[str]) -> list[Finding]:
+    """An instruction or a payload split where one field ends and the next begins (a title that opens a sentence
+    its body finishes, a base64 run cut in two): the seam of each two fields in turn, read as one text."""
+    out: list[Finding] = []
+    for a, b in itertools.pairwise(present):
+        head, tail = present[a][-_SEAM:], present[b][:_SEAM]
+        if INSTRUCTION in kinds and INSTRUCTION not in found:
+            out += agent_instructions(f"{head} {tail}", f"{a}+{b}")
+        if PAYLOAD in kinds and PAYLOAD not in found:
+            out += encoded_payloads(head + tail, f"{a}+{b}")
+    return out
+
+
+def screen_text(text: str, field: str = "body", kinds: tuple[str, ...] = KINDS) -> list[Finding]:
     return [
-        *invisible_characters(text, field),
-        *fetching_markup(text, field),
-        *agent_instructions(text, field),
-        *encoded_payloads(text, field),
+        *(invisible_characters(text, field, limit=_FINDINGS_KEPT) if INVISIBLE in kinds else ()),
+        *(fetching_markup(text, field) if FETCH in kinds else ()),
+        *(agent_instructions(text, field) if INSTRUCTION in kinds else ()),
+        *(encoded_payloads(text, field) if PAYLOAD in kinds else ()),
     ]
 
 
-# ---------------------------------------------------------------- (a) invisible characters
-
-# the candidates, one class: a text without any of them (almost every text) costs one search
-_SUSPECT = re.compile(
-    "[\u00ad\u034f\u061c\u115f\u1160\u17b4\u17b5\u180b-\u180f\u200b-\u200f\u202a-\u202e\u2060-\u206f\u3164"
-    "\ufe00-\ufe0f\ufeff\uffa0\ufff9-\ufffb\U000e0000-\U000e007f\U000e0100-\U000e01ef]"
-)
-_RTL = re.compile("[\u0590-\u08ff\ufb1d-\ufdff\ufe70-\ufefc\U00010800-\U00010fff\U0001e800-\U0001efff]")
-_NAMES = {
-    "\u00ad": "soft hyphen",
-    "\u061c": "Arabic letter mark",
-    "\u200b": "zero-width space",
-    "\u200c": "zero-width non-joiner",
-    "\u200d": "zero-width joiner",
-    "\u200e": "left-to-right mark",
-    "\u200f": "right-to-left mark",
-    "\u2060": "word joiner",
-    "\ufeff": "zero-width no-break space",
-}
+_FINDINGS_KEPT = 8  # hidden characters a verdict names per text: the refusal names the first, a marker one per kind
 
 
-def _name(ch: str) -> str:
-    cp = ord(ch)
-    if 0xE0000 <= cp <= 0xE007F:
-        what = "Unicode tag character"
-    elif 0x202A <= cp <= 0x202E:
-        what = "bidi embedding or override"
-    elif 0x2066 <= cp <= 0x2069:
-        what = "bidi isolate"
-    elif 0xFE00 <= cp <= 0xFE0F or 0xE0100 <= cp <= 0xE01EF or 0x180B <= cp <= 0x180F:
-        what = "variation selector"
-    else:
-        what = _NAMES.get(ch) or unicodedata.name(ch, "invisible character").lower()
-    return f"U+{cp:04X} ({what})"
+def possible_kinds(*texts: str) -> tuple[str, ...]:
+    """The kinds of finding the texts could hold: each detector's necessary condition, a superset of what it finds
+    (a kind left out is one its detector would find nothing of in any of them)."""
+    text = "\n".join(texts)
+    low = text.lower()
+    kinds = []
+    if not text.isascii() and SUSPECT.search(text):
+        kinds.append(INVISIBLE)
+    if "![" in text or "<" in text or "url(" in low or "@import" in low:
+        kinds.append(FETCH)
+    if _may_address(texts):
+        kinds.append(INSTRUCTION)
+    if (
+        _DECODE_HINT.search(low)
+        or text.count("%") >= 10
+        or (len(text) >= 40 and ("\\x" in text or _LONG_RUN.search("".join(texts)) or _SPACED_PAIR.search(text)))
+        or (text.count(",") >= 15 and _CHAR_CODES.search(text))
+        or (not text.isascii() and _GLYPH_RUN.search(text))
+    ):
+        kinds.append(PAYLOAD)
+    return tuple(kinds)
 
 
-def _pictographic(ch: str) -> bool:
-    if not ch:
-        return False
-    cp = ord(ch)
-    return (
-        0x1F000 <= cp <= 0x1FAFF
-        or 0x2600 <= cp <= 0x27BF
-        or 0x2300 <= cp <= 0x23FF
-        or 0x2B00 <= cp <= 0x2BFF
-        or cp in (0x00A9, 0x00AE, 0x203C, 0x2049, 0x2122, 0x2139, 0x3030, 0x303D, 0x3297, 0x3299)
-        or 0x2190 <= cp <= 0x21FF
-        or 0x25A0 <= cp <= 0x25FF
-    )
-
-
-def _emoji_part(ch: str) -> bool:
-    """Part of an emoji sequence: a pictograph, a skin tone, a keycap, variation selector 16."""
-    if not ch:
-        return False
-    cp = ord(ch)
-    return _pictographic(ch) or 0x1F3FB <= cp <= 0x1F3FF or cp in (0xFE0F, 0x20E3) or 0x1F1E6 <= cp <= 0x1F1FF
-
-
-def _joins_letters(before: str, after: str) -> bool:
-    """ZWNJ/ZWJ between letters (or a mark) of a script that writes them: Persian, Arabic, Indic, ..."""
-    return (
-        bool(before)
-        and bool(after)
-        and ord(before) >= 0x0590
-        and ord(after) >= 0x0590
-        and unicodedata.category(before)[0] in "LM"
-        and unicodedata.category(after)[0] in "LM"
-        and not ("\uac00" <= before <= "\ud7a3")
-    )
-
-
-def invisible_characters(text: str, field: str = "body") -> list[Finding]:
-    """Each hidden character, by position (a run of tag characters counts once, at its start)."""
-    if text.isascii():
-        return []
-    found: list[Finding] = []
-    rtl = None
-    n = len(text)
-    for m in _SUSPECT.finditer(text):
-        i, ch = m.start(), m.group()
-        cp = ord(ch)
-        before = text[i - 1] if i else ""
-        after = text[i + 1] if i + 1 < n else ""
-        if 0xE0020 <= cp <= 0xE007F:
-            # an emoji subdivision flag: 🏴 + tag letters + cancel tag (England, Scotland, Wales)
-            j = i
-            while j > 0 and 0xE0020 <= ord(text[j - 1]) <= 0xE007E:
-                j -= 1
-            if j > 0 and text[j - 1] == "\U0001f3f4":
-                k = i
-                while k < n and 0xE0020 <= ord(text[k]) <= 0xE007E:
-                    k += 1
-                if k < n and text[k] == "\U000e007f" and k - j <= 8:
-                    continue
-        elif cp == 0x200D:
-            if (_emoji_part(before) and _pictographic(after)) or _joins_letters(before, after):
-                continue
-        elif cp == 0x200C:
-            if _joins_letters(before, after):
-                continue
-        elif 0xFE00 <= cp <= 0xFE0F or 0xE0100 <= cp <= 0xE01EF or 0x180B <= cp <= 0x180D:
-            # one selector after a visible base character selects its glyph; a run of them carries data
-            if before and not _SUSPECT.match(before) and unicodedata.category(before)[0] not in "ZC":
-                continue
-        elif cp in (0x200E, 0x200F, 0x061C) or 0x2066 <= cp <= 0x2069:
-            # marks and isolates belong to right-to-left text; around nothing right-to-left they only hide order
-            rtl = bool(_RTL.search(text)) if rtl is None else rtl
-            if rtl and (cp not in range(0x2066, 0x206A) or _balanced_isolates(text)):
-                continue
-        elif cp == 0xFEFF and i == 0:
-            continue
-        elif cp == 0x200B and (i == 0 or before == "\n") and text.startswith("---", i + 1):
-            continue  # the server's own guard: a body line `---` must not pass for a second frontmatter block
-        elif cp == 0x00AD and before.isalpha() and after.isalpha():
-            continue  # a soft hyphen inside a word is a hyphenation hint
-        if 0xE0000 <= cp <= 0xE007F and before and 0xE0000 <= ord(before) <= 0xE007F:
-            continue  # a run of tag characters is one finding, at its start
-        found.append(Finding(INVISIBLE, field, i + 1, _name(ch)))
-    return found
-
-
-def _balanced_isolates(text: str) -> bool:
-    depth = 0
-    for ch in text:
-        if ch in "\u2066\u2067\u2068":
-            depth += 1
-        elif ch == "\u2069":
-            depth -= 1
-            if depth < 0:
-                return False
-    return depth == 0
-
-
-def visible(text: str) -> str:
-    """The text with each hidden character `invisible_characters` finds written as `<U+XXXX>`: how a file that
-    holds them is served (nothing else changes; a text without them is returned as it is)."""
-    found = invisible_characters(text) if not text.isascii() else []
-    if not found:
-        return text
-    out, last = [], 0
-    for m in _SUSPECT.finditer(text):
-        i = m.start()
-        if not _hidden_at(text, i, found):
-            continue
-        out += [text[last:i], f"<U+{ord(m.group()):04X}>"]
-        last = i + 1
-    out.append(text[last:])
-    return "".join(out)
-
-
-def _hidden_at(text: str, i: int, found: list[Finding]) -> bool:
-    # a tag run is reported once but escaped whole
-    for f in found:
-        start = f.position - 1
-        if start == i:
-            return True
-        if start < i and 0xE0000 <= ord(text[start]) <= 0xE007F and 0xE0000 <= ord(text[i]) <= 0xE007F:
-            if all(0xE0000 <= ord(c) <= 0xE007F for c in text[start : i + 1]):
-                return True
-    return False
-
-
-def strip_invisible(text: str) -> str:
-    """The text without any candidate hidden character: what the other detectors read (a zero-width space
-    inside "ig\u200bnore" must not hide the word)."""
-    return text if text.isascii() else _SUSPECT.sub("", text)
-
+# ---------------------------------------------------------------- (a) invisible characters: visible.py
 
 # ---------------------------------------------------------------- (b) markup that fetches when rendered
 
@@ -310,6 +213,8 @@ def fetching_markup(text: str, field: str = "body") -> list[Finding]:
     found: list[Finding] = []
     if not ("![" in text or "<" in text or "url(" in text.lower() or "@import" in text.lower()):
         return found
+    if "&" in text:
+        text = html.unescape(text)  # a renderer reads `&#104;ttps:` as `https:` (positions then count in this)
     text = _outside_code(text)
     if "![" in text:
         for m in _MD_IMAGE.finditer(text):
@@ -340,14 +245,21 @@ def _rx(*parts: str) -> re.Pattern[str]:
     return re.compile("|".join(f"(?:{p})" for p in parts))
 
 
-_NON_ASCII = "\x00non-ascii"  # `_needs` for a pattern that can only match letters beyond ASCII (Korean)
+_NON_ASCII = "\x00hangul"  # `_needs` for a pattern that opens with a Korean letter
 
 
 def _needs(part: str) -> str | None:
     """A text a searched pattern cannot match without: so a memory without it skips the search."""
     if re.match(r"(?:\\b)?\(?(?:\?:)?[\u1100-\ud7a3]", part):
         return _NON_ASCII
-    for hint, text in (("<!--", "<!--"), ("ahora", "ahora"), ("<\\(", "<("), ("-c\\s", "-c"), ("//", "//")):
+    for hint, text in (
+        ("<!--", "<!--"),
+        ("memor", "memor"),
+        ("ahora", "ahora"),
+        ("<\\(", "<("),
+        ("-c\\s", "-c"),
+        ("//", "//"),
+    ):
         if hint in part:
             return text
     return None
@@ -388,10 +300,20 @@ def _top_level(pattern: str) -> list[str]:
     return out
 
 
-def _leading_words(part: str) -> list[str] | None:
-    """The literal starts of a pattern that opens with `\\b(?:a|b|...)` or a literal word: what a word of the text
-    must begin with for the pattern to match there (None: it opens otherwise and is searched the slow way)."""
+def _leading_words(part: str) -> list[tuple[str, bool]] | None:
+    """The literal starts of a pattern that opens with `\\b(?:a|b|...)` or a literal word: what the text must hold
+    at a word start for the pattern to match there, each with whether it must end a word there (None: it opens
+    otherwise and is searched the slow way)."""
     body = part[2:] if part.startswith("\\b") else part
+    while body.startswith(("(?<!", "(?<=")):  # a lookbehind consumes nothing: the literal after it opens
+        depth, i = 0, 0
+        while True:
+            depth += {"(": 1, ")": -1}.get(body[i], 0)
+            i += 2 if body[i] == "\\" else 1
+            if depth == 0:
+                break
+        body = body[i:]
+    after = ""  # what follows the opening group
     if body.startswith("(?:"):
         depth, i, alts, cur = 0, 3, [], ""
         while i < len(body):
@@ -404,7 +326,10 @@ def _leading_words(part: str) -> list[str] | None:
                 depth += 1
             elif c == ")":
                 if depth == 0:
+                    if body[i + 1 : i + 2] in ("?", "*", "{"):
+                        return None  # an optional opening group: the pattern may open with what follows it
                     alts.append(cur)
+                    after = body[i + 1 :]
                     break
                 depth -= 1
             elif c == "|" and depth == 0:
@@ -421,13 +346,22 @@ def _leading_words(part: str) -> list[str] | None:
     starts = []
     for alt in alts:
         lit = re.match(r"[a-z0-9'\u00c0-\ud7a3 -]*", alt).group()  # the literal letters before any operator
-        if alt[len(lit) : len(lit) + 1] in ("?", "*", "{"):
-            lit = lit[:-1]  # the last letter is optional
-        lit = lit.split(" ")[0].split("'")[0].split("-")[0]
+        rest = alt[len(lit) :] or after
+        if rest[:1] in ("?", "*", "{"):
+            lit, rest = lit[:-1], ""  # the last letter is optional
         if len(lit) < 2:
             return None
-        starts.append(lit)
+        starts.append((lit, lit[-1].isalnum() and rest.startswith(("\\b", "\\s", " "))))
     return starts
+
+
+def _key(literal: str) -> str:
+    """The index key of a pattern opening with `literal`: the first three letters of its first word (or the
+    whole word, if shorter), as `_keyed` files a word of the text."""
+    return literal.split(" ")[0].split("'")[0].split("-")[0][:3]
+
+
+_ALL_WORDS: list[_Words] = []  # every matcher made, for `_OPENINGS`
 
 
 class _Words:
@@ -436,17 +370,20 @@ class _Words:
     dictionary look-up per word instead of every pattern tried at every position. Patterns that open otherwise are
     searched whole."""
 
-    def __init__(self, *parts: str) -> None:
+    def __init__(self, *parts: str, anchored: bool = True) -> None:
         self.index: dict[str, list[re.Pattern[str]]] = {}
         self.searched: list[tuple[re.Pattern[str], str | None]] = []  # with what a text must hold to be searched
+        self.literals: set[tuple[str, bool]] = set()  # each opening literal, and whether it must end a word there
+        _ALL_WORDS.append(self)
         for part in (alt for whole in parts for alt in _top_level(whole)):
-            starts = _leading_words(part)
+            starts = _leading_words(part) if anchored else None
             rx = re.compile(part[2:] if part.startswith("\\b") else part)
             if starts is None or starts[0][0] >= "\u1100":  # Korean glues words: searched, not anchored
                 self.searched.append((re.compile(part), _needs(part)))
                 continue
-            for start in starts:
-                bucket = self.index.setdefault(start[:3], [])  # a word's first three letters (or two, if that short)
+            self.literals.update(starts)
+            for start, _ in starts:
+                bucket = self.index.setdefault(_key(start), [])  # a word's first three letters (or two, if that short)
                 if rx not in bucket:
                     bucket.append(rx)
 
@@ -460,7 +397,7 @@ class _Words:
                     if m is not None:
                         yield m
         for rx, needs in self.searched:
-            if needs is None or (view if needs != _NON_ASCII else ("" if view.isascii() else needs)).find(needs) >= 0:
+            if _holds(view, needs):
                 yield from rx.finditer(view)
 
     def find(self, view: str, starts: dict[str, list[int]]) -> re.Match[str] | None:
@@ -472,15 +409,37 @@ class _Words:
 
 @lru_cache(maxsize=256)
 def _keyed(view: str) -> dict[str, list[int]]:
-    """Where each word of the text starts, by its first three letters and by its first two (a pattern opening with
-    a two-letter word is filed under two): what `_Words` looks its patterns up by. Kept for the few views and
-    sentences one screen reads again; never changed by a reader."""
+    """Where a word of the text starts as some pattern's opening literal does (`_OPENINGS`, one search in C), by
+    the word's first three letters and by its first two (a pattern opening with a two-letter word is filed under
+    two): what `_Words` looks its patterns up by. Words no pattern can start at are never visited. Kept for the
+    few views and sentences one screen reads again; never changed by a reader."""
     keyed: dict[str, list[int]] = {}
-    for pos, word in word_starts(view):
+    for m in _OPENINGS.finditer(view):
+        pos, word = m.start(), m.group()  # the whole word the literal opens
         keyed.setdefault(word[:3], []).append(pos)
         if len(word) > 2:
             keyed.setdefault(word[:2], []).append(pos)
     return keyed
+
+
+def _alternation(literals: set[tuple[str, bool]]) -> str:
+    """The literals as one pattern shaped as a tree of their letters (`a(?:ct|dd\\b)|b...`): at each word start the
+    regex engine tries the few branches of the letter it sees, not every literal. A literal that must end a word
+    there is followed by `\\b`."""
+    tree: dict = {}
+    for lit, whole in literals:
+        node = tree
+        for ch in lit:
+            node = node.setdefault(ch, {})
+        node.setdefault("", set()).add(whole)
+
+    def pattern(node: dict) -> str:
+        alts = [re.escape(ch) + pattern(child) for ch, child in sorted(node.items()) if ch]
+        if "" in node:
+            alts.append("" if False in node[""] else "\\b")  # a literal ends here (any word, or a whole one)
+        return alts[0] if len(alts) == 1 else "(?:" + "|".join(alts) + ")"
+
+    return pattern(tree)
 
 
 class _All:
@@ -491,8 +450,17 @@ class _All:
         self.parts = [_Words(p) for p in parts]
 
     def find(self, view: str, starts: dict[str, list[int]]) -> re.Match[str] | None:
-        for m in self.parts[0].finditer(view, starts):
+        hits = self.parts[0].finditer(view, starts)
+        first = next(hits, None)
+        # no opening part, or a part that meets no sentence of the text (so none): most texts end here
+        if first is None or any(part.find(view, starts) is None for part in self.parts[1:]):
+            return None
+        seen = set()
+        for m in itertools.chain((first,), hits):
             sentence = _sentence_at(view, m.start())
+            if sentence in seen:
+                continue
+            seen.add(sentence)
             if all(part.search(sentence) is not None for part in self.parts[1:]):
                 return m
         return None
@@ -501,7 +469,7 @@ class _All:
 class _Any:
     """The first of several matchers (patterns or `_All`s) that finds something."""
 
-    def __init__(self, *matchers: re.Pattern[str] | _All) -> None:
+    def __init__(self, *matchers: _Words | _All) -> None:
         self.matchers = matchers
 
     def find(self, view: str, starts: dict[str, list[int]]) -> re.Match[str] | None:
@@ -521,15 +489,20 @@ def _sentence_at(view: str, pos: int) -> str:
     return view[begin + 1 : min(ends) if ends else len(view)]
 
 
+_S = r"(?:[^.!?\n]|[.!?](?=\S))"  # a character of the same sentence (a dot inside a URL or a file name is one)
 _W = r"[\w'-]*"  # the rest of a word
-_ANY = r"[^.!?\n]{0,60}?"  # a short stretch within one sentence
+_ANY = r"(?:[^.!?\n]|[.!?](?=\S)){0,60}?"  # a short stretch within one sentence
 
 # English, Spanish and Korean, over `fold`ed text (lower case, no accents, Hangul whole), homoglyphs mapped
 _OVERRIDE = _Words(
+    r"\b(?:ai|assistant|agent|model|bot|chatbot)s?\s+(?:with|that has|who has|having)\s+no\s+(?:rules|restrictions"
+    r"|limits|filters|guidelines|guardrails|policies)\b",
+    r"\b(?:asistente|agente|ia|modelo)\s+(?:sin|que no tiene)\s+(?:reglas|restricciones|limites|filtros)\b",
+    r"(?:규칙|제한|제약)\s*(?:이|가)?\s*없는\s*(?:ai|어시스턴트|비서|에이전트|모델)",
     r"\b(?:ignore|disregard|forget|override|overrule|bypass|skip|drop|abandon|set aside|discard|do not follow"
-    r"|don'?t follow|stop following|no longer follow)\b[^.!?\n]{0,40}?\b(?:previous|prior|above|earlier|preceding"
+    r"|don'?t follow|stop following|no longer follow)\b(?:[^.!?\n]|[.!?](?=\S)){0,40}?\b(?:previous|prior|above|earlier|preceding"
     r"|original|initial|system|safety|security|all|any|your|existing|current|developer|operator|the user'?s?)\b"
-    r"[^.!?\n]{0,30}?\b(?:instructions?|rules?|prompts?|guidelines?|directives?|directions|guardrails?|polic(?:y|ies)"
+    r"(?:[^.!?\n]|[.!?](?=\S)){0,30}?\b(?:instructions?|rules?|prompts?|guidelines?|directives?|directions|guardrails?|polic(?:y|ies)"
     r"|constraints|restrictions|safeguards|programming|orders|commands|messages|context|requests?)\b",
     r"\boverrid(?:e|es|ing)\s+(?:any|all|the|your)?\s*(?:conflicting\s+|other\s+)?(?:system\s+|safety\s+)?"
     r"(?:rules|instructions|prompts?|policies|guidelines)\b",
@@ -549,9 +522,9 @@ _OVERRIDE = _Words(
     r"|instructions|initial prompt|hidden instructions)",
     r"\b(?:ignore|disregard|forget|override|bypass)\s+(?:the\s+)?(?:system\s+prompt|safety|guardrails|your rules"
     r"|everything (?:above|before|else)|all of the above)",
-    r"\byou are now\b[^.!?\n]{0,40}\b(?:unrestricted|jailbroken|dan|free|without|no longer|in developer|an? "
+    r"\byou are now\b(?:[^.!?\n]|[.!?](?=\S)){0,40}\b(?:unrestricted|jailbroken|dan|free|without|no longer|in developer|an? "
     r"(?:ai|assistant|agent|model) (?:that|who|with|without))",
-    r"\b(?:developer|god|jailbreak|dan|unrestricted|sudo)\s+mode\b[^.!?\n]{0,30}\b(?:enabled|on|activated|activate"
+    r"\b(?:developer|god|jailbreak|dan|unrestricted|sudo)\s+mode\b(?:[^.!?\n]|[.!?](?=\S)){0,30}\b(?:enabled|on|activated|activate"
     r"|enable)\b|\benable (?:developer|dan|jailbreak|god) mode\b",
     r"\bnew (?:system )?(?:instructions|rules|directives)\s*:|\bsystem (?:override|instruction|directive)\s*:"
     r"|\bupdated? system prompt\b",
@@ -559,20 +532,33 @@ _OVERRIDE = _Words(
     r"\bwithout (?:any )?(?:safety|ethical) (?:checks|restrictions|filters|guidelines)\b",
     # Spanish
     r"\b(?:ignora|ignore|ignorar|ignoren|olvida|olvide|olvidar|olviden|omite|omita|omitir|descarta|descartar"
-    r"|desatiende|salta|saltate|anula|anular|no sigas|deja de seguir|haz caso omiso (?:a|de))\b[^.!?\n]{0,40}?"
+    r"|desatiende|salta|saltate|anula|anular|no sigas|deja de seguir|haz caso omiso (?:a|de))\b(?:[^.!?\n]|[.!?](?=\S)){0,40}?"
     r"\b(?:instrucciones|indicaciones|reglas|normas|directrices|restricciones|ordenes|politicas|prompt|consignas"
     r"|salvaguardas|seguridad)\b",
-    r"\b(?:ahora eres|a partir de ahora eres)\b[^.!?\n]{0,40}\b(?:sin restricciones|sin limites|libre|dan)\b",
+    r"\b(?:ahora eres|a partir de ahora eres)\b(?:[^.!?\n]|[.!?](?=\S)){0,40}\b(?:sin restricciones|sin limites|libre|dan)\b",
     r"\bmodo (?:desarrollador|dios|sin restricciones|jailbreak|administrador|admin|root)\b",
     r"\bnuevas instrucciones\s*:",
     # Korean
     r"(?:이전|앞의|앞선|위의|기존|모든|시스템|원래|이전의|너의|당신의|기본)\s*(?:의\s*)?"
-    r"(?:지시|지침|명령|규칙|지시사항|지시 사항|안내|프롬프트|설정|안전\s*규칙|보안\s*규칙|가이드라인)[^.!?\n]{0,20}?"
+    r"(?:지시|지침|명령|규칙|지시사항|지시 사항|안내|프롬프트|설정|안전\s*규칙|보안\s*규칙|가이드라인)(?:[^.!?\n]|[.!?](?=\S)){0,20}?"
     r"(?:무시|잊어|잊고|따르지\s*마|따르지\s*말|어기|우회|무효)",
-    r"(?:안전|보안)\s*(?:규칙|정책|장치|지침|제한)[^.!?\n]{0,15}?(?:무시|우회|해제|끄)",
-    r"시스템\s*프롬프트[^.!?\n]{0,15}?(?:무시|바꿔|변경|덮어|공개)",
+    r"(?:안전|보안)\s*(?:규칙|정책|장치|지침|제한)(?:[^.!?\n]|[.!?](?=\S)){0,15}?(?:무시|우회|해제|끄)",
+    r"시스템\s*프롬프트(?:[^.!?\n]|[.!?](?=\S)){0,15}?(?:무시|바꿔|변경|덮어|공개)",
     r"(?:개발자|탈옥|제한\s*없는)\s*모드",
     r"새로운\s*(?:지시|지침|규칙)\s*:",
+)
+# a planted memory that asks to be copied into the memories written after it outlives its own deletion
+_SPREAD = _Words(  # searched where the text says "memor..." at all (rare): its verbs are everyday words
+    r"\b(?:copy|add|include|append|repeat|insert|paste|write|put|propagate)\b" + _S + r"{0,30}\b(?:it|this|these"
+    r"|the (?:same )?(?:rule|note|instruction|text))\b" + _S + r"{0,30}\b(?:into|in|to)\s+(?:every|each|all|any)\s+"
+    r"(?:of your |your )?(?:new |future |other |later )?memor(?:y|ies)\b",
+    r"\b(?:copia|anade|incluye|repite|pega|escribe)\b"
+    + _S
+    + r"{0,30}\b(?:esto|esta (?:regla|nota|instruccion))\b"
+    + _S
+    + r"{0,30}\b(?:en|a)\s+(?:cada|todas (?:las|tus))\s+(?:nuevas? |futuras? )?memorias?\b",
+    r"(?:모든|각)\s*(?:새로운\s*|새\s*)?(?:메모리|기억)" + _S + r"{0,15}?(?:복사|추가|포함|붙여)",
+    anchored=False,
 )
 _RUN_FETCHED_WORDS = _Words(
     r"\b(?:curl|wget|fetch|iwr|invoke-webrequest|irm|invoke-restmethod)\b[^|\n;]{0,200}\|\s*(?:sudo\s+)?(?:ba|z|k|da)?sh\b",
@@ -583,30 +569,33 @@ _RUN_FETCHED_WORDS = _Words(
     r"|invoke-webrequest|invoke-restmethod)",
     r"\beval\s*[\"'(`]*\s*\$\(\s*(?:curl|wget)\b",
     r"\b(?:python\d?|node|perl|ruby)\s+-[ce]\s+['\"]?[^'\"\n]{0,80}(?:urlopen|requests\.get|urllib|http\.get|fetch\()",
-    r"\b(?:download|fetch|get|pull)\b[^.!?\n]{0,80}\b(?:and|then)\s+(?:run|execute|exec|eval(?:uate)?|source|pipe it"
+    r"\b(?:download|fetch|get|pull)\b(?:[^.!?\n]|[.!?](?=\S)){0,80}\b(?:and|then)\s+(?:run|execute|exec|eval(?:uate)?|source|pipe it"
     r" to (?:sh|bash))\b(?:\s+it)?",
-    r"\b(?:run|execute|ejecuta|ejecutar)\b[^.!?\n]{0,20}\b(?:remote|downloaded|fetched|remotos?|descargados?)"
+    r"\b(?:run|execute|ejecuta|ejecutar)\b(?:[^.!?\n]|[.!?](?=\S)){0,20}\b(?:remote|downloaded|fetched|remotos?|descargados?)"
     r" (?:scripts?|code|codigo|commands?|comandos?)\b|\b(?:scripts?|codigo) remotos?\b",
-    r"\b(?:run|execute|source|eval)\b[^.!?\n]{0,40}\b(?:script|code|payload|file|commands?) (?:from|at|hosted at"
+    r"\b(?:run|execute|source|eval)\b(?:[^.!?\n]|[.!?](?=\S)){0,40}\b(?:script|code|payload|file|commands?) (?:from|at|hosted at"
     r"|downloaded from)\s+(?:" + _REMOTE + "|the (?:url|link|address))",
     # Spanish
-    r"\b(?:descarga|descargar|baja|bajar|obten)\b[^.!?\n]{0,80}\b(?:y|luego)\s+(?:ejecuta|ejecutar|ejecutalo|corre"
+    r"\b(?:descarga|descargar|baja|bajar|obten)\b(?:[^.!?\n]|[.!?](?=\S)){0,80}\b(?:y|luego)\s+(?:ejecuta|ejecutar|ejecutalo|corre"
     r"|correlo|lanza|lanzalo)\b",
-    r"\b(?:ejecuta|ejecutar|corre|lanza)\b[^.!?\n]{0,60}\b(?:script|codigo|comando|archivo)\b[^.!?\n]{0,20}"
+    r"\b(?:ejecuta|ejecutar|corre|lanza)\b(?:[^.!?\n]|[.!?](?=\S)){0,60}\b(?:script|codigo|comando|archivo)\b(?:[^.!?\n]|[.!?](?=\S)){0,20}"
     r"\b(?:desde|de|en)\s+(?:" + _REMOTE + ")",
     # Korean
-    r"(?:다운로드|내려받|받아)[^.!?\n]{0,40}?(?:실행|돌려)",
+    r"(?:다운로드|내려받|받아)(?:[^.!?\n]|[.!?](?=\S)){0,40}?(?:실행|돌려)",
 )
 _RUN_FETCHED = _Any(_RUN_FETCHED_WORDS, _All("//", "(?:실행|돌려)"))
+# what is sensitive to send away: words looked up where a word of the text starts (`_Words`), dotfiles and Korean
+# searched (a pattern that must be searched at every position costs ~0.4 ms on 2 KB)
 _SENSITIVE = (
-    r"(?:credentials?|passwords?|passwd|secrets?|api[ _-]?keys?|access[ _-]?keys?|private[ _-]?keys?|tokens?|"
-    r"ssh[ _-]?keys?|id_rsa|id_ed25519|\.ssh\b|\.aws\b|\.env\b|\.netrc|\.npmrc|\.pypirc|\.git-credentials|"
-    r"env(?:ironment)? var(?:iable)?s|cookies|session|keychain|wallet|seed phrase|conversation history|chat history|"
-    r"(?:conversation |chat |session )?transcripts?|kube ?config|\.kube\b|(?:every|all|each|any) (?:the )?(?:files?|documents?)|"
-    r"cop(?:y|ies) of|"
-    r"system prompt|memory files|memories|the files|source code|(?:the )?contents? of|/etc/(?:passwd|shadow)|"
-    r"credenciales|contrasenas?|claves?|secretos|tokens|llaves|archivos|historial|variables de entorno|"
-    r"자격\s*증명|비밀번호|암호|토큰|키|인증\s*정보|환경\s*변수|개인\s*키|파일|대화\s*기록|시크릿)"
+    r"\b(?:credentials?|passwords?|passwd|secrets?|api[ _-]?keys?|access[ _-]?keys?|private[ _-]?keys?|tokens?"
+    r"|ssh[ _-]?keys?|id[ _]rsa|id[ _]ed25519|env(?:ironment)? var(?:iable)?s|cookies|session|keychain|wallet|seed phrase"
+    r"|conversation history|chat history|conversation transcripts?|chat transcripts?|session transcripts?"
+    r"|transcripts?|kube ?config|every (?:the )?(?:files?|documents?)|all (?:the )?(?:files?|documents?)"
+    r"|each (?:the )?(?:files?|documents?)|any (?:the )?(?:files?|documents?)|cop(?:y|ies) of|system prompt"
+    r"|memory files|memories|the files|source code|the contents? of|contents? of|credenciales|contrasenas?|claves?"
+    r"|secretos|tokens|llaves|archivos|historial|variables de entorno)"
+    r"|\.(?:ssh|aws|env|kube)\b|\.(?:netrc|npmrc|pypirc|git-credentials)|/etc/(?:passwd|shadow)"
+    r"|(?:자격\s*증명|비밀번호|암호|토큰|키|인증\s*정보|환경\s*변수|개인\s*키|파일|대화\s*기록|시크릿)"
 )
 _TO_OUTSIDE = (
     r"\b(?:to|into|at|via)\b\s*(?:"
@@ -624,7 +613,27 @@ _SEND_VERB = (
     r"\b(?:send|post|upload|forward|email|e-mail|mail|exfiltrate|transmit|leak|share|copy|pipe|paste|submit|sync"
     r"|report|beacon|push)\b"
 )
+_KO_NOT_FORBIDDEN = r"(?!\w{0,2}\s*(?:마|말|않|금지))"  # a Korean verb not followed by its prohibition ("보내지 마")
+# a credential file by its path: what a planted "preference" asks to paste, attach or back up somewhere
+_CREDENTIAL_FILE = (  # each opens a word (after the dot of `~/.aws`): looked up, not searched
+    r"\b(?:aws/credentials|ssh/id[ _]\w+|ssh/authorized[ _]keys|kube/config|netrc|npmrc|pypirc|git-credentials"
+    r"|docker/config\.json|id[ _]rsa|id[ _]ed25519|id[ _]ecdsa)\b"  # (the view reads `_` as a space)
+)
+_CREDENTIAL_VERB = (  # not where it is forbidden ("never send ~/.ssh/id_rsa", "보내지 마")
+    r"\b(?<!never )(?<!not )(?<!n't )(?<!no )(?<!nunca )(?:send|post|upload|paste|attach|include|copy|forward|share"
+    r"|email|e-mail|mail|submit|back ?up|backup|sync|push|adjunta\w*|pega\w*|incluy\w*|incluir|envia\w*|copia\w*|sube"
+    r"|subir|comparte|compartir|respalda\w*)\b|(?:전송|보내|업로드|올려|전달|공유|붙여|첨부|백업|복사)"
+    + _KO_NOT_FORBIDDEN
+)
+_CREDENTIAL_PLACE = (
+    r"//|[\w.+-]+@[\w-]+\.|\b(?:reports?|tickets?|issues?|comments?|repl(?:y|ies)|responses?|messages?|chats?|prs?"
+    r"|pull requests?|commits?|gists?|pastebin|slack|channels?|webhooks?|logs?|informes?|reportes?|incidencias?"
+    r"|comentarios?|respuestas?|mensajes?|correos?)\b|(?:외부|서버|주소|웹훅|이메일|메일|공개|저장소|이슈|깃허브|티켓"
+    r"|보고서|댓글)"
+)
+_EXFILTRATE_FILE = _All(_CREDENTIAL_FILE, _CREDENTIAL_VERB, _CREDENTIAL_PLACE)
 _EXFILTRATE = _Any(
+    _EXFILTRATE_FILE,
     _All(_SEND_VERB, _SENSITIVE, _TO_OUTSIDE),
     _Words(
         r"\b(?:curl|wget|http|invoke-webrequest|iwr|nc|ncat|netcat)\b[^\n]{0,120}?(?:-d\s*@|--data(?:-binary)?\s*@"
@@ -637,7 +646,7 @@ _EXFILTRATE = _Any(
     _All(
         r"\b(?:include|append|embed|put|add|attach)\b",
         _SENSITIVE,
-        r"\b(?:in|into|to)\b[^.!?\n]{0,30}\b(?:url|link|image|query(?: string)?|request|repl(?:y|ies)|responses?|answers?"
+        r"\b(?:in|into|to)\b(?:[^.!?\n]|[.!?](?=\S)){0,30}\b(?:url|link|image|query(?: string)?|request|repl(?:y|ies)|responses?|answers?"
         r"|messages?|outputs?|comments?|commits?|issues?|pull requests?)\b",
     ),
     # Spanish
@@ -648,47 +657,65 @@ _EXFILTRATE = _Any(
         _A_FUERA,
     ),
     # Korean
-    _All(r"//|@[\w-]+\.", r"(?:전송|보내|업로드|올려|전달|공유)"),
+    _All(r"//|@[\w-]+\.", r"(?:전송|보내|업로드|올려|전달|공유)" + _KO_NOT_FORBIDDEN),
     _All(
         _SENSITIVE,
         r"(?:외부|서버|주소|웹훅|이메일|메일|공개|저장소|이슈|깃허브|github|gist)",
-        r"(?:전송|보내|업로드|올려|전달|붙여|공유)",
+        r"(?:전송|보내|업로드|올려|전달|붙여|공유)" + _KO_NOT_FORBIDDEN,
     ),
 )
-_HIDE = _Words(
-    r"\b(?:do not|don'?t|never|must not|mustn'?t|without)\s+(?:tell|telling|inform|informing|mention|mentioning"
-    r"|notify|notifying|alert|alerting|reveal|revealing|show|showing|let|letting|disclose|disclosing|say|report"
-    r"|reporting)\b[^.!?\n]{0,40}?\b(?:the user|the human|the person|the developer|the operator|them|him|her)\b"
-    r"(?![^.!?\n]{0,40}\b(?:about|that) (?:the )?(?:surprise|party|gift|birthday|present))",
-    r"\b(?:hide|conceal|keep)\b[^.!?\n]{0,40}?\b(?:from|secret from|hidden from)\s+(?:the )?(?:user|human|person"
+_HIDE_WORDS = _Words(
+    # "do not mention X, even if the user asks": kept from the user on purpose
+    r"\b(?:do not|don'?t|never|must not)\s+(?:mention|tell|reveal|disclose|show|explain|say|list|describe|admit"
+    r"|confirm|discuss)\b" + _S + r"{0,80}\beven (?:if|when) (?:the user|the human|they|someone"
+    r"|anyone|asked)\b(?:\s+(?:asks?|asked|ask you))?",
+    r"\bleave (?:it|this|that|them|these) out of (?:your|the) (?:summary|summaries|reply|response|report|answer|output"
+    r"|changelog|pr description|commit message)",
+    r"\b(?:no|nunca)\b" + _S + r"{0,80}\baunque (?:el usuario|la usuaria|te lo|lo) (?:pregunte|pida|solicite)",
+    r"사용자가\s*(?:묻더라도|물어도|물어보더라도|요청하더라도|요청해도)"
+    + _S
+    + r"{0,40}?(?:알리지|말하지|언급하지|보여주지|공개하지)",
+    r"\b(?:do not|don'?t|never|must not|mustn'?t|without)\s+(?:tell|tells|telling|inform|informs|informing"
+    r"|mention|mentions|mentioning|notify|notifies|notifying|alert|alerts|alerting|reveal|reveals|revealing|show|shows"
+    r"|showing|let|lets|letting|disclose|discloses|disclosing|say|says|report|reports|reporting)\b(?:[^.!?\n]|[.!?](?=\S)){0,40}?\b(?:the user|the human|the person|the developer|the operator|them|him|her)\b"
+    r"(?!(?:[^.!?\n]|[.!?](?=\S)){0,40}\b(?:about|that) (?:the )?(?:surprise|party|gift|birthday|present))",
+    r"\b(?:hide|conceal|keep)\b(?:[^.!?\n]|[.!?](?=\S)){0,40}?\b(?:from|secret from|hidden from)\s+(?:the )?(?:user|human|person"
     r"|developer|operator)\b",
     r"\b(?:silently|secretly|quietly|covertly|without (?:the user|anyone) (?:knowing|noticing|seeing))\b"
-    r"[^.!?\n]{0,60}?\b(?:send|upload|run|execute|exfiltrate|forward|delete|install|post|copy|change|modify|add|remove"
+    r"(?:[^.!?\n]|[.!?](?=\S)){0,60}?\b(?:send|upload|run|execute|exfiltrate|forward|delete|install|post|copy|change|modify|add|remove"
     r"|disable|read|cat|open|collect|gather|grab|fetch|include|append|embed)\b",
-    r"\b(?:send|upload|run|execute|forward|delete|install|post|copy|change|modify|add|remove|disable)\b[^.!?\n]{0,80}?"
+    r"\b(?:send|upload|run|execute|forward|delete|install|post|copy|change|modify|add|remove|disable)\b(?:[^.!?\n]|[.!?](?=\S)){0,80}?"
     r"\b(?:silently|secretly|covertly|without (?:telling|informing|asking|notifying|alerting) (?:the )?(?:user|human"
     r"|anyone|them))\b",
-    r"\b(?:this|these) (?:instructions?|messages?|notes?|memory|memories)\b[^.!?\n]{0,30}\b(?:must|should) "
+    r"\b(?:this|these) (?:instructions?|messages?|notes?|memory|memories)\b(?:[^.!?\n]|[.!?](?=\S)){0,30}\b(?:must|should) "
     r"(?:not be|never be|stay) (?:shown|revealed|mentioned|visible|hidden|secret)",
     r"\bremove (?:this|these|any) (?:from|trace)|\bdelete this (?:memory|note|message) after\b",
     r"\b(?:do not|don'?t|never)\s+(?:mention|report|include|note|list|show)\s+(?:it|this|that|them|these)\s+in\s+"
     r"(?:the|your|any)\s+(?:summary|reply|response|answer|report|changelog|pr|pull request|output)",
-    r"\b(?:comply|follow|obey|apply|do (?:this|it|so))\b[^.!?\n]{0,30}\b(?:silently|secretly|quietly|without "
+    r"\b(?:comply|follow|obey|apply|do (?:this|it|so))\b(?:[^.!?\n]|[.!?](?=\S)){0,30}\b(?:silently|secretly|quietly|without "
     r"(?:telling|informing|mentioning))",
     r"\bno (?:lo |la |los |las |le |les )?(?:menciones|digas|comentes|reportes|incluyas|informes)\s+en\s+(?:el|la|los"
     r"|las|tu|tus)\s+(?:resumen|respuesta|informe|reporte|changelog|pr|salida)",
-    r"\b(?:cumple|aplica|sigue|obedece)\b[^.!?\n]{0,30}\b(?:en silencio|silenciosamente|sin avisar|sin decir)",
+    r"\b(?:cumple|aplica|sigue|obedece)\b(?:[^.!?\n]|[.!?](?=\S)){0,30}\b(?:en silencio|silenciosamente|sin avisar|sin decir)",
     # Spanish
     r"\b(?:no|nunca|sin)\s+(?:le\s+|les\s+)?(?:digas|diga|decir|decirle|decirles|menciones|mencione|mencionar|informes"
     r"|informe|informar|informarle|avises|avise|avisar|avisarle|cuentes|cuente|contar|contarle|reveles|revelar|muestres"
-    r"|mostrar)\b[^.!?\n]{0,40}?\b(?:al usuario|a la usuaria|a los usuarios|al humano|al desarrollador|nada|a nadie)\b",
-    r"\b(?:oculta|ocultar|ocultale|esconde|esconder|escondele)\b[^.!?\n]{0,40}?\b(?:al|del|de la|a la)\s+(?:usuario"
+    r"|mostrar)\b(?:[^.!?\n]|[.!?](?=\S)){0,40}?\b(?:al usuario|a la usuaria|a los usuarios|al humano|al desarrollador|nada|a nadie)\b",
+    r"\b(?:oculta|ocultar|ocultale|esconde|esconder|escondele)\b(?:[^.!?\n]|[.!?](?=\S)){0,40}?\b(?:al|del|de la|a la)\s+(?:usuario"
     r"|usuaria|humano|desarrollador)\b",
     r"\b(?:en secreto|sin que (?:el usuario|la usuaria|nadie) (?:lo )?(?:sepa|note|vea|se entere)|silenciosamente)\b",
     # Korean
-    r"사용자(?:에게|한테|가|는)?[^.!?\n]{0,20}?(?:알리지|말하지|보여주지|언급하지|알려주지|보고하지)\s*(?:마|말|않)",
+    r"사용자(?:에게|한테|가|는)?(?:[^.!?\n]|[.!?](?=\S)){0,20}?(?:알리지|말하지|보여주지|언급하지|알려주지|보고하지)\s*(?:마|말|않)",
     r"사용자\s*몰래|사용자가\s*(?:모르게|눈치채지\s*못하게|알지\s*못하게)|몰래\s*(?:전송|실행|보내|설치|삭제|업로드)",
-    r"(?:숨기|숨겨)[^.!?\n]{0,10}?(?:사용자|유저)|(?:사용자|유저)[^.!?\n]{0,15}?(?:숨기|숨겨)",
+    r"(?:숨기|숨겨)(?:[^.!?\n]|[.!?](?=\S)){0,10}?(?:사용자|유저)|(?:사용자|유저)(?:[^.!?\n]|[.!?](?=\S)){0,15}?(?:숨기|숨겨)",
+)
+# "... without mentioning it" said to the agent (a person's "bump versions without mentioning it" is their wish)
+_HIDE = _Any(
+    _HIDE_WORDS,
+    _All(
+        r"\bwithout (?:mentioning|telling|saying|disclosing|revealing|reporting|flagging) (?:it|this|that|anything)\b",
+        r"\b(?:agent|assistant|ai|you|claude|copilot|model|llm)\b",
+    ),
 )
 # chat-template tokens and role markers: a memory never needs them
 _TEMPLATE = re.compile(
@@ -713,28 +740,29 @@ _SQUASHED = re.compile(
     "|exfiltrate|credentialsto|sendthecontentsof|donottelltheuser|donttelltheuser|withouttellingtheuser"
     "|developermodeenabled|jailbreakmode"
 )
-_LETTERS_ONLY = re.compile(r"[^a-z]+")
 # skipping the user's confirmation is a wish people have ("don't ask before fixing typos"); with money moved, data
 # destroyed or code fetched in the same memory it is the shape of a planted step
 _NO_CONFIRM = _Words(
     r"\b(?:do not|don'?t|never|without|no need to)\s+(?:ask(?:ing)?|confirm(?:ing)?|check(?:ing)? with|prompt(?:ing)?)"
-    r"\b[^.!?\n]{0,30}\b(?:user|them|confirm|confirmation|approval|first)\b|\bpre-?approved\b",
+    r"\b(?:[^.!?\n]|[.!?](?=\S)){0,30}\b(?:user|them|confirm|confirmation|approval|first)\b|\bpre-?approved\b",
     r"\bsin (?:preguntar|pedir (?:confirmacion|permiso)|confirmar|avisar)\b|\bno (?:le )?pidas confirmacion\b",
-    r"(?:확인|허락|승인)\s*(?:없이|불필요|받지\s*말)|묻지\s*(?:말|않)",
+    r"(?:확인|허락|승인)\s*(?:없이|불필요|받지\s*말)|(?:확인|허락|승인)(?:은|는|이|가)?\s*필요\s*없|묻지\s*(?:말|않)",
 )
 _DANGER = _Words(
-    r"\btransfer\w*\b[^.!?\n]{0,40}\b(?:to|into) (?:account|iban|wallet)|\bwire\b[^.!?\n]{0,30}\b(?:to|money|funds)"
+    r"\btransfer\w*\b(?:[^.!?\n]|[.!?](?=\S)){0,40}\b(?:to|into) (?:account|iban|wallet)|\bwire\b(?:[^.!?\n]|[.!?](?=\S)){0,30}\b(?:to|money|funds)"
     r"|\biban\b|\brm -rf\b|\bpush --force\b|\bforce-push|\bdrop (?:table|database)\b|\bdelete (?:all|every)\b"
     r"|\b(?:curl|wget|iwr)\b|\bremote scripts?\b|\bcredentials?\b|\bsecrets?\b|\btokens?\b",
-    r"\btransfiere\w*\b|\btransferencia\b|\bcuenta\b[^.!?\n]{0,20}\b[a-z]{2}\d{2}\b|\bborra (?:todo|todos)\b",
+    r"\btransfiere\w*\b|\btransferencia\b|\bcuenta\b(?:[^.!?\n]|[.!?](?=\S)){0,20}\b[a-z]{2}\d{2}\b|\bborra (?:todo|todos)\b",
     r"송금|이체|계좌|전부\s*삭제|모두\s*삭제",
 )
 # a report that quotes an injection it saw is not one
 _QUOTED_REPORT = re.compile(
     r"injection|inyeccion|인젝션|incident|incidente|사례|contained|contenia|문구|phrase|frase|example|ejemplo|예시"
+    r"|decia|dijo|said|says|wrote|escribio|document|pagina|page|문서|페이지|적혀"
 )
 _QUOTED_SPAN = re.compile(r"'[^'\n]{3,80}'|\"[^\"\n]{3,80}\"|‘[^’\n]{3,80}’|“[^”\n]{3,80}”|«[^»\n]{3,80}»")
 _QUOTES = "'\"‘’“”«»「」『』"
+_QUOTE_MARK = re.compile(f"[{_QUOTES}]")
 
 
 def _quoted(folded: str, start: int, end: int) -> bool:
@@ -743,49 +771,45 @@ def _quoted(folded: str, start: int, end: int) -> bool:
     return any(q in before for q in _QUOTES) and any(q in after for q in _QUOTES)
 
 
-# each group with the word stems a sentence must hold before its patterns run: a plain memory runs none of them
+# each group of sentence patterns with what its finding says
 _GROUPS = (
-    (
-        "_OVERRIDE",
-        "asks to override its instructions",
-        "ignor disregard forget overr bypass skip drop abandon aside discard follow instruction instead your note "
-        "message if<you <!-- now above preceding foregoing pretend act<as imagine assume reveal print show repeat "
-        "output leak dump mode new system behave respond without olvid omit descart desatiend salta anula sigas seguir "
-        "caso eres modo nuevas 무시 잊 따르지 어기 우회 무효 해제 끄 프롬프트 모드 새로운",
-    ),
-    (
-        "_RUN_FETCHED",
-        "asks to run fetched code",
-        "curl wget fetch iwr irm invoke iex sh eval python node perl ruby download get pull run execut source ejecut "
-        "corre lanza descarg baja obten remot 다운로드 내려받 받아 실행 돌려",
-    ),
-    (
-        "_EXFILTRATE",
-        "asks to send data away",
-        "send post upload forward mail exfil transmit leak share copy pipe paste submit sync report beacon push curl "
-        "wget http iwr nc netcat cat include append embed put add attach encode envi mand sube subir suba reenv "
-        "compart copia filtra publica 전송 보내 업로드 올려 전달 공유 붙여",
-    ),
-    (
-        "_HIDE",
-        "asks to hide something from the user",
-        "tell inform mention notify alert reveal show let disclos say report hide conceal keep silent secret quiet "
-        "covert without remove delete must should comply follow obey apply do never not n't no nunca sin oculta "
-        "escond cumple aplica sigue obedece silencios 사용자 몰래 모르게 숨기 숨겨 유저",
-    ),
+    ("_OVERRIDE", "asks to override its instructions"),
+    ("_SPREAD", "asks to copy itself into what the agent writes"),
+    ("_RUN_FETCHED", "asks to run fetched code"),
+    ("_EXFILTRATE", "asks to send data away"),
+    ("_HIDE", "asks to hide something from the user"),
 )
-_STEMS = {name: tuple(w.replace("<", " ") for w in stems.split()) for name, _, stems in _GROUPS}
-_CONFIRM_STEMS = tuple("ask confirm check prompt approv pregunt pedir pidas avisar 확인 허락 승인 묻지".split())
-# a sentence: up to a line break or a full stop followed by a space (the dot in a URL or `.env` does not end one)
-_SENTENCE = re.compile(r"(?:[^\n.!?。]|[.!?。](?=\S))+")
+
+
+def _first_parts(matcher: _Words | _All | _Any) -> list[_Words]:
+    """The matchers a text must meet first for `matcher` to find anything (an `_All` starts from its first part)."""
+    if isinstance(matcher, _Words):
+        return [matcher]
+    if isinstance(matcher, _All):
+        # every part must be met: the gate reads the rarest, a Korean-only part where there is one
+        korean = [p for p in matcher.parts if not p.literals and all(n == _NON_ASCII for _, n in p.searched)]
+        return korean[:1] or [matcher.parts[0]]
+    return [w for m in matcher.matchers for w in _first_parts(m)]
+
+
+# a word start any pattern opens at: `_keyed` visits only these
+_OPENINGS = re.compile(r"\b(?=" + _alternation({lit for w in _ALL_WORDS for lit in w.literals}) + r")\w+")
+# what a text must hold for any sentence pattern to find something: a group's opening literal at a word start, or
+# what one of its searched patterns needs (None: searched always)
+_OPENERS = [w for name, _ in _GROUPS for w in _first_parts(globals()[name])] + [_NO_CONFIRM]
+_FIRST_OPENING = re.compile(r"\b(?:" + _alternation({lit for w in _OPENERS for lit in w.literals}) + ")")
+_FIRST_SEARCHED = tuple(pair for w in _OPENERS for pair in w.searched)
 _LEET = str.maketrans("0134577@$|!", "oieasttasii")
+_NOT_LETTER_OR_LEET = re.compile(r"[^a-z0134577@$|!]+")
+# `_LEET`, then everything of ASCII but a-z dropped: the letters alone
+_LEET_LETTERS = str.maketrans({c: None for c in range(128) if not ("a" <= chr(c) <= "z")} | _LEET)
 
 
 def _sentences(view: str, plain: str, field: str) -> list[Finding]:
     """The sentence patterns over one view of the text (folded, or Korean spelled apart joined)."""
     found: list[Finding] = []
     starts = _keyed(view)
-    for name, what, _ in _GROUPS:
+    for name, what in _GROUPS:
         for hit in _finditer(globals()[name], view, starts):
             at, end = hit.start(), hit.end()
             if name == "_OVERRIDE" and _quoted(view, at, end) and _QUOTED_REPORT.search(view):
@@ -821,20 +845,72 @@ def agent_instructions(text: str, field: str = "body") -> list[Finding]:
     m = _TEMPLATE.search(plain)
     if m is not None:
         found.append(Finding(INSTRUCTION, field, m.start() + 1, f"chat-template token {m.group().strip()[:30]!r}"))
-    folded = fold(skeleton(plain))
-    folded = folded.replace("`", " ").replace("*", "").replace("_", " ").replace("\u2019", "'")
+    folded = _view(plain)
     found += _sentences(folded, plain, field)
     if not found and not folded.isascii() and any("\u1100" <= c <= "\ud7a3" for c in folded):
         joined = hangul_joined(skeleton(plain))
         if joined != folded:
             found += _sentences(joined, plain, field)
     if not found:
-        source = _QUOTED_SPAN.sub(" ", folded) if _QUOTED_REPORT.search(folded) else folded
-        squashed = _LETTERS_ONLY.sub("", source.translate(_LEET))
-        hit = _SQUASHED.search(squashed)
+        hit = _squashed(folded)
         if hit is not None:
             found.append(Finding(INSTRUCTION, field, 1, f"split or disguised words: {hit.group()!r}"))
     return found
+
+
+@lru_cache(maxsize=64)
+def _view(plain: str) -> str:
+    """What the sentence patterns read: folded, look-alike letters as Latin, code marks and emphasis as spaces."""
+    folded = fold(skeleton(plain))
+    return folded.replace("`", " ").replace("*", "").replace("_", " ").replace("\u2019", "'")
+
+
+def _squashed(folded: str) -> re.Match[str] | None:
+    """A never-innocent phrase in the letters alone (split words, leetspeak), also read backwards, in ROT13 and
+    down the first letters of the lines (an acrostic); quotes left out of a report."""
+    quoted = _QUOTE_MARK.search(folded) is not None and _QUOTED_REPORT.search(folded) is not None
+    source = _QUOTED_SPAN.sub(" ", folded) if quoted else folded
+    if not source.isascii():
+        source = _NOT_LETTER_OR_LEET.sub("", source)  # what translating leaves no letter of, dropped first
+    letters = source.translate(_LEET_LETTERS)  # one pass: leetspeak read, the rest dropped
+    hit = _SQUASHED.search(letters) or _SQUASHED.search(letters[::-1]) or _SQUASHED.search(letters.translate(_ROT13))
+    if hit is None and folded.count("\n") >= 5:
+        initials = "".join(m.group(1) for m in _LINE_INITIAL.finditer(folded))
+        hit = _SQUASHED.search(initials) if len(initials) >= 6 else None
+    return hit
+
+
+_ROT13 = str.maketrans("abcdefghijklmnopqrstuvwxyz", "nopqrstuvwxyzabcdefghijklm")
+_LINE_INITIAL = re.compile(r"^[^a-z\n]*([a-z])", re.MULTILINE)  # a line's first letter (after bullets, numbers)
+
+
+def _may_address(texts: tuple[str, ...]) -> bool:
+    """`agent_instructions` could find something in one of the texts: a chat-template token, a group's opening
+    literal at a word start, what a searched pattern needs, a squashed phrase. Read once over the texts joined;
+    each text's view is kept for the detector (`_view`)."""
+    plains = [strip_invisible(t) for t in texts]
+    plain = "\n".join(plains)
+    if ("<" in plain or "[" in plain or ":" in plain) and _TEMPLATE.search(plain):
+        return True  # every template token or role marker holds one of these
+    view = " ".join(_view(p) for p in plains)  # a space: a sentence split between two fields is read whole
+    if _FIRST_OPENING.search(view) or any(
+        _holds(view, needs) and (needs == _NON_ASCII or rx.search(view)) for rx, needs in _FIRST_SEARCHED
+    ):
+        return True  # (Korean patterns are read whenever Hangul is there: the view spelled apart joined too)
+    if not view.isascii() and _HANGUL_LETTER.search(view):
+        return True  # the Korean view spelled apart joined (`hangul_joined`) is read too
+    return _squashed(view) is not None
+
+
+_HANGUL_LETTER = re.compile("[\u1100-\ud7a3]")
+
+
+def _holds(view: str, needs: str | None) -> bool:
+    if needs is None:
+        return True
+    if needs == _NON_ASCII:
+        return not view.isascii() and _HANGUL_LETTER.search(view) is not None
+    return needs in view
 
 
 def _position(i: int, folded: str, plain: str) -> int:
@@ -845,6 +921,7 @@ def _position(i: int, folded: str, plain: str) -> int:
 # ---------------------------------------------------------------- (d) encoded payloads
 
 _BASE64_RUN = re.compile(r"[A-Za-z0-9+/_-]{40,}={0,2}")
+_B64_MARK = re.compile(r"[0-9+/=]")  # a digit or a sign of base64: a run without any is a word
 _BASE32_RUN = re.compile(r"[A-Z2-7]{40,}=*")
 _HEX_HINT = re.compile(r"[0-9a-fA-F]{24}|\\x[0-9a-fA-F]{2}\\x|(?:[0-9a-fA-F]{2}[\s,]+){12}")
 _DECODE_HINTS = (
@@ -865,15 +942,30 @@ _DECODE_HINTS = (
     "-enc",
     "unhexlify",
     "codecs",
+    "a85decode",
+    "b85decode",
+    "ascii85",
+    "fromcharcode",
+    "__import__",
 )
+_DECODE_HINT = re.compile("|".join(re.escape(hint) for hint in _DECODE_HINTS))
+# what any run `encoded_payloads` decodes needs (with "\\x"): 40 base64 (or base32) characters or 24 hex digits in
+# a row, or two hex digits standing alone between spaces or commas (a spaced hex dump)
+_LONG_RUN = re.compile(r"[A-Za-z0-9+/_-]{24}")
+_SPACED_PAIR = re.compile(r"[\s,][0-9a-fA-F]{2}[\s,]")
+# bytes written as glyphs, one each: braille patterns (U+2800-28FF), base100's emoji (U+1F3F7-1F4F6); 24 in a row
+_GLYPH_RUN = re.compile("[\u2800-\u28ff]{24,}|[\U0001f3f7-\U0001f4f6]{24,}")
+_CHAR_CODES = re.compile(r"(?<![\d.])\d{1,3}(?:\s*,\s*\d{1,3}){19,}(?![\d.])")  # 20+ small numbers: chr() them
 _PERCENT_RUN = re.compile(r"(?:[^\s%]{0,16}%[0-9A-Fa-f]{2}){10,}")
-_HEX_RUN = re.compile(r"(?:\\x)?(?:[0-9a-fA-F]{2}(?:\\x|\s|,\s?0x|0x)?){40,}")
+_HEX_RUN = re.compile(r"(?<![0-9a-fA-F])(?:\\x)?(?:[0-9a-fA-F]{2}(?:\\x|\s|,\s?0x|0x)?){40,}")
 _DECODE_RUN = re.compile(
     r"(?:\bbase(?:64|32)\s+(?:-d|--decode|-D)|\bxxd\s+-r|\bopenssl\s+(?:enc\s+)?-d|\bfrom(?:hex|base64)\b|b64decode|atob\()"
     r"[^\n]{0,120}?(?:\)\s*[\"']?\s*$|\|\s*(?:sudo\s+)?(?:ba|z|k|da)?sh\b|\|\s*(?:python\d?|perl|node|ruby|iex|php)\b)"
-    r"|\b(?:eval|exec|iex|invoke-expression|(?:ba|z)?sh\s+-c)\b[^\n]{0,40}?\$?\(?[^\n]{0,200}?(?:base(?:64|32)\s+(?:-d|--decode|-D)"
+    r"|\b(?:eval|exec|iex|invoke-expression|(?:ba|z)?sh\s+-c)\b[^\n]{0,242}?(?:base(?:64|32)\s+(?:-d|--decode|-D)"
     r"|b64decode|atob|frombase64string|xxd\s+-r)|"
     r"powershell(?:\.exe)?\b[^\n]{0,80}?\s[-/]e(?:c|nc|ncodedcommand)?\s+['\"]?[a-z0-9+/=]{16,}"
+    r"|\b(?:eval|exec)\s*\([^\n]{0,120}?(?:__import__|a85decode|b85decode|b32decode|b16decode|b64decode|fromcharcode"
+    r"|fromhex|unhexlify|zlib|marshal|decompress)"
     r"|\b(?:decode|decoded|decoding|decodifica|decodificar|decodificalo|descodifica|디코딩|복호화)\w*\b[^.\n]{0,80}?"
     r"(?:\b(?:run|execute|exec|eval|pipe|ejecuta|ejecutar|ejecutalo|corre|correlo)\b|실행|돌려)"
     r"|base(?:64|32|58)\s+(?:-d|--decode|-D)\b[^\n]{0,40}\|\s*(?:sudo\s+)?(?:ba|z)?sh\b|\b(?:eval|exec)\s*\(\s*(?:atob|base64\.b64decode"
@@ -881,6 +973,18 @@ _DECODE_RUN = re.compile(
     r"(?:odedcommand)?)?\s+[a-z0-9+/=]{16,}|\bxxd\s+-r\b[^\n]{0,40}\|\s*(?:ba|z)?sh\b|\|\s*base64\s+-d\s*\|\s*(?:python|perl|node)",
     re.IGNORECASE,
 )
+# the same alternatives one by one, over the lower-cased text: one alternation tried at every position cost ~0.8 ms
+# on 2 KB where its parts searched apart cost ~0.25 ms
+_DECODE_RUNS = tuple(re.compile(part.replace("-D", "-d")) for part in _top_level(_DECODE_RUN.pattern))
+
+
+def _decode_run_at(text: str, low: str) -> int | None:
+    """Where the first decode-and-run command starts (`_DECODE_RUN`'s leftmost match)."""
+    if len(low) != len(text):  # a letter whose lower case is longer: positions would drift
+        m = _DECODE_RUN.search(text)
+        return None if m is None else m.start()
+    starts = [m.start() for m in (rx.search(low) for rx in _DECODE_RUNS) if m is not None]
+    return min(starts) if starts else None
 
 
 def _printable_share(data: bytes) -> float:
@@ -900,17 +1004,22 @@ def encoded_payloads(text: str, field: str = "body") -> list[Finding]:
     """A run of base64 (40+ characters) or hex (40+ bytes) that decodes to text, or a decode-and-run command."""
     found: list[Finding] = []
     low = text.lower()
-    m = _DECODE_RUN.search(text) if any(hint in low for hint in _DECODE_HINTS) else None
-    if m is not None:
-        found.append(Finding(PAYLOAD, field, m.start() + 1, "decode-and-run command"))
+    at = _decode_run_at(text, low) if _DECODE_HINT.search(low) else None
+    if at is not None:
+        found.append(Finding(PAYLOAD, field, at + 1, "decode-and-run command"))
         return found
+    if not text.isascii():
+        m = _GLYPH_RUN.search(text)
+        if m is not None:
+            found.append(Finding(PAYLOAD, field, m.start() + 1, f"{len(m.group())} braille or emoji bytes in a row"))
+            return found
     if len(text) < 40:
         return found
     for m in _BASE64_RUN.finditer(text):
         run = m.group()
-        if run.isalpha() or run.isdigit() or not any(c.isdigit() or c in "+/=" for c in run):
+        if run.isalpha() or run.isdigit() or not _B64_MARK.search(run):
             continue  # one long word, a number, a slug: not base64
-        if any(c in "-_" for c in run) and not any(c in "+/" for c in run):
+        if ("-" in run or "_" in run) and not ("+" in run or "/" in run):
             if run.count("-") + run.count("_") > len(run) // 12:
                 continue  # a kebab or snake name
         data = _b64(run)
@@ -927,6 +1036,15 @@ def encoded_payloads(text: str, field: str = "body") -> list[Finding]:
                 Finding(PAYLOAD, field, m.start() + 1, f"{len(m.group())} base32 characters that decode to text")
             )
             return found
+    for m in _CHAR_CODES.finditer(text) if text.count(",") >= 15 else ():
+        codes = [int(n) for n in re.findall(r"\d+", m.group())]
+        if all(c in (9, 10, 13) or 32 <= c <= 126 for c in codes):
+            spelled = "".join(map(chr, codes))
+            letters = sum(c.isalpha() or c == " " for c in spelled)
+            code = sum(c in " ()/.:;='\"-|&>" for c in spelled)  # words apart, or a command's signs
+            if letters >= 0.6 * len(spelled) and code >= 2 and len(set(spelled)) >= 10:
+                found.append(Finding(PAYLOAD, field, m.start() + 1, f"{len(codes)} character codes that spell text"))
+                return found
     for m in _PERCENT_RUN.finditer(text) if text.count("%") >= 10 else ():
         start = max(text.rfind(" ", 0, m.start()), text.rfind("\n", 0, m.start())) + 1
         if "://" in text[start : m.end()] or "?" in text[start : m.start() + 1]:
@@ -989,40 +1107,3 @@ def release_marker(title: str, body: str, day: str) -> str:
 def released_for(released: str | None, title: str, body: str) -> bool:
     """A person released exactly this title and body (a text changed since is screened again)."""
     return bool(released) and str(released).split()[-1] == text_digest(title, body)
-
-
-def quarantine_label(marker: str) -> str:
-    """What recall and the context say beside a quarantined memory: the day and the kinds, never the quoted text
-    (a quote of the memory outside its fence would carry the very words held back)."""
-    day = marker.split(" ", 1)[0]
-    kinds = [label for label in LABELS.values() if label in marker] or ["held for review"]
-    return f"quarantined {day}: {', '.join(kinds)}"
-
-
-FENCE = "~~~"
-_FENCE_LINE = re.compile(r"^( {0,3})(~{3,}|`{3,})", re.MULTILINE)
-
-
-def fenced(label: str, text: str) -> str:
-    """A memory's text as data: inside a fixed `~~~memory` fence, hidden characters escaped, any line that
-    would close (or open) a fence inside it escaped with a backslash. Inside a fence a Markdown renderer renders
-    nothing, so no image, frame or script in the text is fetched."""
-    inner = _FENCE_LINE.sub(lambda m: m.group(1) + "\\" + m.group(2), visible(text.strip("\n")))
-    return f"{FENCE}memory {label}\n{inner}\n{FENCE}" if label else f"{FENCE}memory\n{inner}\n{FENCE}"
-
-
-def visible_data(value: object) -> object:
-    """Every text inside plain data (an answer's JSON) with its hidden characters escaped (`visible`)."""
-    if isinstance(value, str):
-        return visible(value)
-    if isinstance(value, dict):
-        return {k: visible_data(v) for k, v in value.items()}
-    if isinstance(value, list):
-        return [visible_data(v) for v in value]
-    return value
-
-
-def data_line(text: str) -> str:
-    """One line of memory text inside a fence (a context list item): hidden characters escaped, line breaks
-    made spaces, so it can neither close the fence nor pass for another line."""
-    return visible(" ".join(text.split("\n")))

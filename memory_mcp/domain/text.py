@@ -199,11 +199,16 @@ _CONFUSABLE = str.maketrans(
 )
 
 
+_CONFUSABLE_LETTER = re.compile("[" + re.escape("".join(chr(c) for c in _CONFUSABLE)) + "]")
+
+
 def skeleton(text: str) -> str:
     """The text with look-alike letters of other scripts written as the Latin letters they imitate: the
     poisoning screen reads disguised words through it (domain/screen.py). Not a search fold: names in
     Cyrillic or Greek must stay themselves everywhere else."""
-    return text if text.isascii() else text.translate(_CONFUSABLE)
+    if text.isascii() or not _CONFUSABLE_LETTER.search(text):
+        return text  # translating a text beyond ASCII visits every character: most hold no look-alike
+    return text.translate(_CONFUSABLE)
 
 
 _HANGUL_GAP = re.compile(

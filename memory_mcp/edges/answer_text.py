@@ -7,10 +7,15 @@ excerpt and one score. The index gets one line only when the reconcile did somet
 
 from __future__ import annotations
 
+from typing import TYPE_CHECKING
+
 from ..domain import provenance
-from ..domain.models import IndexReport, ReadAnswer, RecallAnswer, RecallResult, RememberAnswer
-from ..domain.screen import fenced, quarantine_label
 from ..domain.text import clip
+from ..domain.visible import FENCE, data_line, fenced, quarantine_label
+
+if TYPE_CHECKING:
+    from ..domain.answers import IndexReport, RecallAnswer, RecallResult
+    from ..domain.models import ReadAnswer, RememberAnswer
 
 EXCERPT_CHARS = 220
 OTHER_TITLE_CHARS = 60
@@ -115,12 +120,20 @@ def remember_text(answer: RememberAnswer) -> str:
             + (f"{written} written as open conflict(s)." if written else "none written.")
         )
         lines.append(SETTLE_GUIDE)
+    if answer.listed:
+        # the listed memories' titles and the words the gate read are memory text: quoted inside one fence, a line
+        # each; the calls that settle them are ours, after it, by the same numbers
+        lines.append(FENCE + "memory listed")
+        for n, item in enumerate(answer.listed, 1):
+            lines.append(
+                data_line(
+                    f"{n}. {clip(item.title, LISTED_TITLE_CHARS)} ({item.type}; {item.kind} {item.weight:.2f}): "
+                    f"{clip(item.evidence, EVIDENCE_CHARS)}"
+                )
+            )
+        lines.append(FENCE)
     for n, item in enumerate(answer.listed, 1):
-        lines.append(
-            f"{n}. {clip(item.title, LISTED_TITLE_CHARS)} ({item.type}; {item.kind} {item.weight:.2f}): "
-            f"{clip(item.evidence, EVIDENCE_CHARS)}"
-        )
-        lines.append(f"   {settle_call(answer.id, item.id, item.settle)}")
+        lines.append(f"{n}. {settle_call(answer.id, item.id, item.settle)}")
     if (note := index_note(answer.index)) is not None:
         lines.append(note)
     return "\n".join(lines)

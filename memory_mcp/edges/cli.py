@@ -22,20 +22,7 @@ from ..domain import provenance
 from ..domain.errors import InputError, MemoryMcpError
 from ..domain.fields import BY_NAME, EDIT_VALUES
 from ..domain.memory import OptionalValues
-from ..domain.models import (
-    ChainLink,
-    ForgetAnswer,
-    Progress,
-    QuarantineAnswer,
-    ReadAnswer,
-    RecallAnswer,
-    ReindexAnswer,
-    RememberAnswer,
-    StatusAnswer,
-    SyncAnswer,
-    UpdateAnswer,
-)
-from ..domain.screen import quarantine_label, visible, visible_data
+from ..domain.visible import quarantine_label, visible, visible_data
 from ..domain.vocabulary import FORGET_MODES, RECALL_MODES, RESOLUTIONS, SCOPES, STATES, TRUSTS, TYPES, UPDATE_OPS
 from ..importers import FORMATS
 from ..tools.service import MemoryService
@@ -46,6 +33,19 @@ if TYPE_CHECKING:
     from pydantic import BaseModel
     from tqdm import tqdm
 
+    from ..domain.answers import RecallAnswer
+    from ..domain.models import (
+        ChainLink,
+        ForgetAnswer,
+        Progress,
+        QuarantineAnswer,
+        ReadAnswer,
+        ReindexAnswer,
+        RememberAnswer,
+        StatusAnswer,
+        SyncAnswer,
+        UpdateAnswer,
+    )
     from ..importers.run import ImportAnswer
 
 EXIT_OK, EXIT_MISMATCH, EXIT_USAGE = 0, 1, 2

@@ -20,11 +20,14 @@ from mcp.server.auth.settings import AuthSettings
 from mcp.server.mcpserver import Context
 from mcp.server.mcpserver.exceptions import ResourceError, ToolError
 from mcp.server.mcpserver.tools import Tool
+from mcp.server.mcpserver.utilities.func_metadata import FuncMetadata
 from mcp.types import CallToolResult, TextContent, ToolAnnotations
 from pydantic import BaseModel, Field, ValidationError
 from pydantic.json_schema import GenerateJsonSchema, JsonSchemaValue
 from pydantic_core import core_schema
 
+from ..domain import answers
+from ..domain.answers import RecallAnswer
 from ..domain.errors import InputError, MemoryMcpError
 from ..domain.fields import BY_NAME, EDIT_FIELDS, EDIT_VALUES
 from ..domain.memory import OptionalValues
@@ -33,14 +36,13 @@ from ..domain.models import (
     Progress,
     ProgressFn,
     ReadAnswer,
-    RecallAnswer,
     ReindexAnswer,
     RememberAnswer,
     StatusAnswer,
     UpdateAnswer,
 )
 from ..domain.provenance import Origin, mcp_origin
-from ..domain.screen import visible, visible_data
+from ..domain.visible import visible, visible_data
 from ..domain.vocabulary import (
     FORGET_MODES,
     PERSON_TRUSTS,
@@ -170,14 +172,22 @@ class LeanTool(Tool):
 
 
 def _tool_errors(fn: Callable[P, R]) -> Callable[P, R]:
-    """Anticipated failures reach the model as readable tool errors."""
+    """Anticipated failures reach the model as readable tool errors. No answer and no error carries a hidden
+    character a memory holds: an answer returned as a record (status, update, forget, reindex) is given back with
+    each of them escaped (`<U+E0041>`), as `_served` gives the answers that carry memory text."""
 
     @functools.wraps(fn)
     def wrapper(*args: P.args, **kwargs: P.kwargs) -> R:
         try:
-            return fn(*args, **kwargs)
+            answer = fn(*args, **kwargs)
         except MemoryMcpError as exc:
-            raise ToolError(str(exc)) from exc
+            raise ToolError(visible(str(exc))) from exc
+        if isinstance(answer, BaseModel):
+            data = answer.model_dump(mode="json")
+            shown = visible_data(data)
+            if shown != data:
+                return type(answer).model_validate(shown)
+        return answer
 
     return wrapper
 
@@ -194,6 +204,12 @@ class _Registry:
                 _tool_errors(fn), title=title, description=description, annotations=annotations
             )
             tool.parameters = tool.fn_metadata.arg_model.model_json_schema(by_alias=True, schema_generator=LeanSchema)
+            meta = tool.fn_metadata
+            record = getattr(answers, getattr(meta.output_model, "__name__", ""), None)
+            if isinstance(record, type) and issubclass(record, answers.Record):
+                # an answer declared as a plain dataclass (domain/answers.py): the SDK would publish a model of its
+                # bare type hints; pydantic's own schema of the dataclass keeps every field's description and default
+                tool.fn_metadata = FuncMetadata(arg_model=meta.arg_model, output_model=record, wrap_output=False)
             if tool.fn_metadata.output_schema is not None:
                 tool.fn_metadata.output_schema = quick_to_validate(tool.fn_metadata.output_schema)
             self.tools.append(tool)

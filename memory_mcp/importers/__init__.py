@@ -7,17 +7,28 @@ is written; `run.py` plans (dedupe, a dry run's counts and sample) and applies (
 
 from __future__ import annotations
 
+import importlib
 from collections.abc import Callable
 from pathlib import Path
+from typing import TYPE_CHECKING
 
-from . import basic_memory, claude_code, markdown, mcp_memory, mem0
-from .records import Parsed
+if TYPE_CHECKING:
+    from .records import Parsed
 
-PARSERS: dict[str, Callable[[Path], Parsed]] = {
-    mcp_memory.FORMAT: mcp_memory.parse,
-    claude_code.FORMAT: claude_code.parse,
-    basic_memory.FORMAT: basic_memory.parse,
-    mem0.FORMAT: mem0.parse,
-    markdown.FORMAT: markdown.parse,
+# each format's name and the module of this package that parses it: loaded for an import of that format only
+# (the CLI lists the names in every call's parser; each module's FORMAT is its name, checked at load)
+MODULES = {
+    "mcp-memory": "mcp_memory",
+    "claude-code": "claude_code",
+    "basic-memory": "basic_memory",
+    "mem0": "mem0",
+    "markdown": "markdown",
 }
-FORMATS = tuple(PARSERS)
+FORMATS = tuple(MODULES)
+
+
+def parser(fmt: str) -> Callable[[Path], Parsed]:
+    """The parse function of one format (KeyError for a name not in FORMATS)."""
+    module = importlib.import_module(f".{MODULES[fmt]}", __name__)
+    assert module.FORMAT == fmt, f"importers.{MODULES[fmt]} parses {module.FORMAT}, listed as {fmt}"
+    return module.parse

@@ -21,7 +21,7 @@ from ..domain.models import ProgressFn, stage_reporter
 from ..domain.provenance import import_origin
 from ..domain.text import clip
 from ..tools.service import MemoryService
-from . import PARSERS
+from . import FORMATS, parser
 from .records import IMPORT_TYPES, Draft, Link
 
 SAMPLE = 5
@@ -89,11 +89,11 @@ class ImportPlan:
 
 def plan_import(service: MemoryService, fmt: str, path: Path, scope: str | None = None) -> ImportPlan:
     """Parse `path` as `fmt` and sort its items into new, already present and repeated; nothing is written."""
-    if fmt not in PARSERS:
-        raise InputError(f"format: {fmt!r} is not one of {', '.join(PARSERS)}")
+    if fmt not in FORMATS:
+        raise InputError(f"format: {fmt!r} is not one of {', '.join(FORMATS)}")
     if not path.exists():
         raise InputError(f"path: '{path}' does not exist")
-    parsed = PARSERS[fmt](path)
+    parsed = parser(fmt)(path)
     plan = ImportPlan(fmt, path, scope, links=parsed.links, dropped=parsed.dropped)
     plan.problems = [ImportProblem(where=p.where, reason=p.reason) for p in parsed.problems]
     drafts = []

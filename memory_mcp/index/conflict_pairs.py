@@ -5,7 +5,7 @@ from __future__ import annotations
 import sqlite3
 from collections.abc import Sequence
 
-from ..domain.models import ConflictSummary
+from ..domain.answers import ConflictSummary
 
 
 def entity_counts(conn: sqlite3.Connection, entities: Sequence[str]) -> dict[str, int]:

@@ -9,7 +9,7 @@ from __future__ import annotations
 import sqlite3
 from typing import NamedTuple
 
-from ..domain.models import Unparseable
+from ..domain.answers import Unparseable
 from .db import drop_memory_at
 
 _COLUMNS = "path, mtime_ns, size, sha256, memory_id, error, inode"

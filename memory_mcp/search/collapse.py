@@ -7,7 +7,7 @@ from array import array
 from collections.abc import Sequence
 from dataclasses import dataclass, field
 
-from ..domain.models import CollapsedResult, RecallResult
+from ..domain.answers import CollapsedResult, RecallResult
 from ..domain.text import fold_case, folded_body
 from ..domain.text import words as split_words
 from ..index import reads

@@ -34,11 +34,11 @@ from ..domain.text import fold, squeezed_folded
 from ..domain.vocabulary import PERMISSION_AXIS, Trust
 from ..index import db as ix
 from .claims import Claim, Statement, claim_of, entity_words
+from .conflict_limits import NEAR_TEXT_SIMILARITY
 from .planner import terms_of
 
-__all__ = ["Assessment", "PairSignals", "Statement", "assess", "statement_of"]
+__all__ = ["NEAR_TEXT_SIMILARITY", "Assessment", "PairSignals", "Statement", "assess", "statement_of"]
 
-NEAR_TEXT_SIMILARITY = 0.5  # kept as a setting: the stem Jaccard above which a same-attribute pair is near text
 TRUST_RANK = {
     Trust.AGENT_INFERRED.value: 0,
     Trust.IMPORTED.value: 1,

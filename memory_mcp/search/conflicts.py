@@ -28,6 +28,7 @@ from ..index import db as ix
 from . import conflict_model
 from .claims import Statement
 from .conflict_candidates import Nearest
+from .conflict_limits import MAX_CONFLICTS, MAX_LISTED, MAX_RELATED
 from .conflict_rules import (
     EVENT_TYPES,
     NEAR_TEXT_SIMILARITY,
@@ -40,11 +41,18 @@ from .conflict_rules import (
 from .conflict_stale import AUTO_CLOSED, StalePair, stale_open_pairs
 from .conflict_weighing import Embed, judge_neighbours, weigh
 
-__all__ = ["AUTO_CLOSED", "Neighbours", "StalePair", "Statement", "find_neighbours", "stale_open_pairs"]
+__all__ = [
+    "AUTO_CLOSED",
+    "MAX_CONFLICTS",
+    "MAX_RELATED",
+    "NEAR_TEXT_SIMILARITY",
+    "Neighbours",
+    "StalePair",
+    "Statement",
+    "find_neighbours",
+    "stale_open_pairs",
+]
 
-MAX_CONFLICTS = 5  # most pairs written for one new memory
-MAX_LISTED = 5  # most memories listed for one new memory
-MAX_RELATED = MAX_LISTED  # the setting keeps its name (conflicts.max_related): the most memories listed
 # A neighbour sharing no entity with the new memory is listed from this weight (one found by its words alone is
 # most often another topic; chosen on the development sets, docs/benchmarks.md)
 LIST_AT = 0.05

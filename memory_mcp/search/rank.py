@@ -11,8 +11,8 @@ from pathlib import Path
 from typing import overload
 
 from ..domain import provenance
-from ..domain.models import RecallResult
-from ..domain.ranking import RankingConstants, ScoreParts, components, score_parts, score_total
+from ..domain.answers import RecallResult, ScoreComponents
+from ..domain.ranking import RankingConstants, ScoreParts, score_parts, score_total
 from ..domain.text import Term, fold
 from ..domain.vocabulary import State
 from ..index import db as ix
@@ -66,7 +66,7 @@ def document_result(
         title=chunk.title,
         excerpt=chunk.excerpt,
         score=total,
-        components=components(parts),
+        components=ScoreComponents(**parts._asdict()),
         type="document",
         state=State.ACTIVE.value,
         trust=DOCUMENT_TRUST,
@@ -87,7 +87,7 @@ def memory_result(
         title=m.title,
         excerpt=m.excerpt,
         score=total,
-        components=components(parts) if parts is not None else None,
+        components=ScoreComponents(**parts._asdict()) if parts is not None else None,
         type=m.type,
         state=m.state,
         trust=m.trust,

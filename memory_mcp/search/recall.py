@@ -10,7 +10,7 @@ from __future__ import annotations
 from collections.abc import Sequence
 from dataclasses import dataclass, field
 
-from ..domain.models import CollapsedResult, OpenConflict, RecallResult
+from ..domain.answers import CollapsedResult, OpenConflict, RecallResult
 from ..domain.text import clip
 from ..index import conflict_pairs as conflict_table
 from ..index import reads

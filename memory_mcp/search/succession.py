@@ -19,7 +19,7 @@ from __future__ import annotations
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 
-from ..domain.models import RecallResult
+from ..domain.answers import RecallResult
 from ..domain.vocabulary import State
 from ..index import reads
 from .planner import MEMORIES, Candidate, Plan

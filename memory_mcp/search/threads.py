@@ -17,7 +17,7 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 
-from ..domain.models import RecallResult
+from ..domain.answers import RecallResult
 from ..index import reads
 from .planner import MEMORIES, Candidate, Plan
 from .rank import UNLIMITED, DeferredLines, Pool, SearchSettings, rank, result_key

@@ -16,13 +16,15 @@ from __future__ import annotations
 import json
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 from ..canon import files as canon
 from ..canon.merge import id_of
 from ..domain import provenance
-from .git import Git, git_binary, work_tree_of
 from .paths import Store
-from .sync import open_repo
+
+if TYPE_CHECKING:
+    from .git import Git
 
 ARRIVALS_FILE = "arrivals.json"
 
@@ -50,6 +52,8 @@ class Arrivals:
 
 def head(store_root: Path) -> str | None:
     """The commit the store's repository is at before a sync (None: no commit yet, or not a repository)."""
+    from .sync import open_repo  # git is loaded by a sync, not by the session-start context that reads `load`
+
     try:
         git, _ = open_repo(store_root)
     except Exception:  # the sync itself reports a missing repository
@@ -66,6 +70,8 @@ def receive(store: Store, before: str | None, also: Arrivals | None = None) -> A
     """After a sync: every memory file added since `before` by a commit of another author, kept as the list for
     the next context (with `also`'s: the same sync's first exchange, when a second one sent what the reconcile
     rewrote). The files are not touched: reconcile shows them as the author's (`authors`)."""
+    from .sync import open_repo
+
     git, _ = open_repo(store.root)
     git.config.append("core.quotePath=false")
     me = _me(git)
@@ -85,6 +91,8 @@ def receive(store: Store, before: str | None, also: Arrivals | None = None) -> A
 def authors(store: Store, rels: list[str]) -> dict[str, str]:
     """The git author who added each of `rels` (store-relative memory paths), for those another person added:
     {} when the store is in no git work tree, or git has no commit adding them (a file made here, by hand)."""
+    from .git import Git, git_binary, work_tree_of
+
     try:
         binary = git_binary()
         top = work_tree_of(store.root, binary)

@@ -21,7 +21,8 @@ from pathlib import Path
 
 from ..canon import files as canon
 from ..config import DocumentSource
-from ..domain.models import DocumentsReport, SkippedDocument, SourceStatus, first_paragraph
+from ..domain.answers import DocumentsReport, SkippedDocument, SourceStatus
+from ..domain.memory import first_paragraph
 from ..domain.text import Term, fold
 from ..index import document_tables as doc_table
 

@@ -2,7 +2,11 @@
 
 Two locks, taken together, so that a process that cannot write `.index/` still excludes the others:
 
-- `.index/write.lock` through `filelock` (portable; Windows included), and
+- `.index/write.lock`: on POSIX `flock` on that file, opened as `filelock` opens it (so a process of an older
+  version, which takes it through `filelock`, and this one exclude each other); on Windows, and where `flock`
+  is refused on that file (a file system without it), through `filelock` itself (its Windows lock, its soft
+  lock), imported only then: a one-shot call does not pay ~10 ms of imports for a lock it takes with one
+  system call; and
 - on POSIX, `flock` on the store directory itself, opened read-only: it needs no write permission, so a
   process whose `.index/` is read-only (another account's index, a read-only mount) still takes the same
   lock as everyone else.
@@ -17,11 +21,12 @@ import os
 import time
 from pathlib import Path
 from types import TracebackType
-
-from filelock import FileLock
-from filelock import Timeout as FileLockTimeout
+from typing import TYPE_CHECKING
 
 from ..domain.errors import StoreAccessError
+
+if TYPE_CHECKING:
+    from filelock import FileLock
 
 try:  # POSIX only; on Windows the lock file alone serialises writers
     import fcntl
@@ -39,7 +44,9 @@ class StoreLock:
         self.root = root
         self.lock_path = lock_path
         self.timeout = timeout
-        self._file_lock = FileLock(str(lock_path), timeout=timeout, thread_local=False)
+        self._file_lock: FileLock | None = None  # filelock's, only where a plain flock cannot be used
+        self._file_fd: int | None = None  # the lock file, held with flock (POSIX)
+        self._flock_refused = False  # flock refused on the lock file once: filelock from then on
         self._depth = 0
         self._dir_fd: int | None = None
         self._holds_file_lock = False
@@ -82,13 +89,24 @@ class StoreLock:
         try:
             if self._holds_file_lock:
                 self._holds_file_lock = False
-                self._file_lock.release()
+                fd, self._file_fd = self._file_fd, None
+                if fd is not None:
+                    os.close(fd)  # closing the only descriptor drops the flock; the file stays, as filelock leaves it
+                elif self._file_lock is not None:
+                    self._file_lock.release()
         finally:
             self._release_dir()
 
     # ------------------------------------------------------------ the two locks
 
     def _acquire_file(self, deadline: float) -> None:
+        if fcntl is not None and not self._flock_refused and self._flock_file(deadline):
+            return
+        from filelock import FileLock
+        from filelock import Timeout as FileLockTimeout
+
+        if self._file_lock is None:
+            self._file_lock = FileLock(str(self.lock_path), timeout=self.timeout, thread_local=False)
         try:
             self._file_lock.acquire(timeout=max(0.0, deadline - time.monotonic()))
         except FileLockTimeout:
@@ -101,6 +119,38 @@ class StoreLock:
             return
         self.file_lock_problem = None
         self._holds_file_lock = True
+
+    def _flock_file(self, deadline: float) -> bool:
+        """Take flock on the lock file (created if missing, as filelock creates it); False: flock is refused on
+        it, or it cannot be opened (read-only `.index/`, another account's file, no `.index/` yet): filelock
+        then takes over, and words a problem exactly as before."""
+        flags = os.O_RDWR | os.O_CREAT | os.O_NONBLOCK | getattr(os, "O_NOFOLLOW", 0) | getattr(os, "O_CLOEXEC", 0)
+        try:
+            fd = os.open(self.lock_path, flags, 0o666)
+        except OSError:
+            return False
+        try:
+            while True:
+                try:
+                    fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
+                    break
+                except BlockingIOError:
+                    if time.monotonic() >= deadline:
+                        raise StoreAccessError(
+                            f"store: busy: another process held {self.lock_path} for {self.timeout:.0f} s; try again"
+                        ) from None
+                    time.sleep(_POLL_S)
+                except OSError:  # no flock on this file system: filelock's own fallback, from now on
+                    os.close(fd)
+                    self._flock_refused = True
+                    return False
+        except BaseException:
+            os.close(fd)
+            raise
+        self._file_fd = fd
+        self.file_lock_problem = None
+        self._holds_file_lock = True
+        return True
 
     def _acquire_dir(self, deadline: float) -> str | None:
         """Take flock on the store directory; returns why it could not, or None."""

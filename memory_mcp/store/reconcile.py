@@ -19,11 +19,9 @@ from typing import NamedTuple
 
 from ..canon import files as canon
 from ..canon.dictionary import EntityDictionary
-from ..canon.merge import new_id_for
 from ..domain import provenance
+from ..domain.answers import ReconcileReport
 from ..domain.errors import ContainmentError
-from ..domain.models import ReconcileReport
-from ..domain.screen import memory_texts, quarantine_marker, released_for, screen
 from ..domain.vocabulary import State
 from ..index import db as ix
 from ..index import ledger
@@ -374,6 +372,8 @@ def _claim(store: Store, rel: str, mem_id: str) -> tuple[bytes, str] | None:
 def _renumber(store: Store, conn: sqlite3.Connection, rel: str, mem_id: str, claim: tuple[bytes, str]) -> str | None:
     """Give the file at `rel` a new id of its own (only the `id:` line changes); None when it cannot be written."""
     data, created = claim
+    from ..canon.merge import new_id_for  # only a duplicate id loads the merge module (and ruamel with it)
+
     new_id = new_id_for(mem_id, rel.encode("utf-8"), created)
     if ix.memory_path(conn, new_id) is not None:
         return None
@@ -508,6 +508,9 @@ def index_file(
             mtime = _gate_mtime(before.st_mtime_ns)
             mem.state = State.ACTIVE
             mem.updated = canon.now_iso()
+    # the screen's tables load with the first file a pass indexes, not with every call (a recall of unchanged files)
+    from ..domain.screen import memory_texts, quarantine_marker, released_for, screen
+
     if mem.quarantine is None and not released_for(mem.released, mem.title, mem.body):
         # every way in that is not a tool call (a hand edit, a sync, a copied file, a store from before the
         # screen) is screened here, on the first read of new content. Held in the index only: the server never

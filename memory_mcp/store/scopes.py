@@ -13,8 +13,8 @@ from contextlib import AbstractContextManager, ExitStack, contextmanager
 from dataclasses import dataclass
 from pathlib import Path
 
+from ..domain.answers import IndexReport, ReconcileReport
 from ..domain.errors import InputError, NotFoundError, StoreMissingError
-from ..domain.models import IndexReport, ReconcileReport
 from ..domain.vocabulary import SCOPES
 from ..index import db as ix
 from .documents import DocumentSource

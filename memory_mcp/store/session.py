@@ -17,8 +17,8 @@ from pathlib import Path
 
 from ..canon import files as canon
 from ..canon.dictionary import DictionaryFile, EntityDictionary
+from ..domain.answers import DocumentsReport, IndexReport, ReconcileReport, ScopeReport
 from ..domain.errors import StoreAccessError
-from ..domain.models import DocumentsReport, IndexReport, ReconcileReport, ScopeReport
 from ..index import conflict_pairs as conflict_table
 from ..index import db as ix
 from ..index import ledger

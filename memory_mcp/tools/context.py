@@ -18,10 +18,10 @@ from datetime import UTC, date, datetime
 from typing import TYPE_CHECKING
 
 from ..domain import provenance
+from ..domain.answers import ConflictSummary, ContextAnswer, HandoffInfo, ReviewDue
 from ..domain.errors import InputError, StoreMissingError
-from ..domain.models import ConflictSummary, ContextAnswer, HandoffInfo, ReviewDue
-from ..domain.screen import FENCE, data_line, fenced
 from ..domain.text import clip
+from ..domain.visible import FENCE, data_line, fenced
 from ..index import conflict_pairs as conflict_table
 from ..index import db as ix
 from ..index import reads

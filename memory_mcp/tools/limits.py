@@ -8,11 +8,7 @@ from typing import Any
 from ..config import Settings
 from ..domain.errors import InputError
 from ..domain.textinput import check_text
-from ..search.conflicts import (
-    MAX_CONFLICTS,
-    MAX_RELATED,
-    NEAR_TEXT_SIMILARITY,
-)
+from ..search.conflict_limits import MAX_CONFLICTS, MAX_RELATED, NEAR_TEXT_SIMILARITY
 
 MAX_TITLE = 200
 MAX_BODY = 200_000

@@ -3,8 +3,8 @@
 from __future__ import annotations
 
 from ..canon import files as canon
+from ..domain.answers import RecallAnswer, RecallResult
 from ..domain.errors import InputError
-from ..domain.models import RecallAnswer, RecallResult
 from ..domain.textinput import check_text
 from ..domain.vocabulary import RECALL_MODES, MemoryType, State, Trust
 from ..search.recall import RecallQuery, SearchSettings, find, mark_open_conflicts, memory_result

@@ -7,14 +7,8 @@ from collections import defaultdict
 from pathlib import Path
 
 from ..canon import files as canon
-from ..domain.models import (
-    AutoClosedConflict,
-    Mismatch,
-    ProgressFn,
-    ReindexAnswer,
-    Unparseable,
-    stage_reporter,
-)
+from ..domain.answers import Unparseable
+from ..domain.models import AutoClosedConflict, Mismatch, ProgressFn, ReindexAnswer, stage_reporter
 from ..domain.text import searchable
 from ..index import db as ix
 from ..index import reads

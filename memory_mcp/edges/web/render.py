@@ -16,7 +16,7 @@ from markupsafe import Markup
 
 from ...domain.fields import BY_NAME, EDIT_VALUES, Kind
 from ...domain.models import MemoryType, State, Trust
-from ...domain.screen import visible
+from ...domain.visible import visible
 from ..answer_text import result_marks
 from .guard import LOOPBACK
 
