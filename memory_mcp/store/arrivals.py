@@ -19,7 +19,6 @@ from pathlib import Path
 from typing import TYPE_CHECKING
 
 from ..canon import files as canon
-from ..canon.merge import id_of
 from ..domain import provenance
 from .paths import Store
 
@@ -135,6 +134,8 @@ def _added_by(git: Git, folder: str, revisions: str, paths: list[str] | None = N
 
 
 def _arrival(path: Path, author: str) -> Arrival | None:
+    from ..canon.merge import id_of  # the merge code (and ruamel) only after a sync, never for a context
+
     try:
         mem_id = id_of(canon.read_bytes(path))  # the id line only: no YAML for a thousand arrivals
     except OSError:
