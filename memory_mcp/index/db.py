@@ -589,6 +589,21 @@ def get_memory(conn: sqlite3.Connection, *, mem_id: str | None = None, path: str
     return _indexed(row) if row else None
 
 
+def memory_origins(conn: sqlite3.Connection, paths: list[str]) -> dict[str, str | None]:
+    """path -> the origin the index shows, for the memories at `paths`."""
+    out: dict[str, str | None] = {}
+    for start in range(0, len(paths), 500):
+        chunk = paths[start : start + 500]
+        marks = ",".join("?" * len(chunk))
+        out.update(conn.execute(f"SELECT path, origin FROM memories WHERE path IN ({marks})", chunk).fetchall())
+    return out
+
+
+def set_origin(conn: sqlite3.Connection, path: str, origin: str) -> None:
+    """The origin shown for the memory at `path` (the file keeps its own line: see store/arrivals.py)."""
+    conn.execute("UPDATE memories SET origin = ? WHERE path = ?", (origin, path))
+
+
 def memory_path(conn: sqlite3.Connection, mem_id: str) -> str | None:
     """The canon path of the memory with this id."""
     row = conn.execute("SELECT path FROM memories WHERE id = ?", (mem_id,)).fetchone()
