@@ -77,6 +77,12 @@ class Machine:
         raise AssertionError(f"no file holds {mem_id}")
 
 
+def identify(m: Machine, name: str) -> None:
+    """Give the machine's git a person: `Name <name@example.com>` (without one, every test machine commits as
+    `memory-mcp on <this host>`: one person)."""
+    (m.home / "gitconfig").write_text(f"[user]\n\tname = {name}\n\temail = {name.lower()}@example.com\n")
+
+
 def machines(tmp: Path, n: int) -> tuple[Path, list[Machine]]:
     remote = tmp / "remote.git"
     subprocess.run(["git", "init", "-q", "--bare", "-b", "main", str(remote)], check=True)

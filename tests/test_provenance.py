@@ -7,6 +7,7 @@ protocol eras), the CLI as a subprocess, and a sync between two clones of a real
 from __future__ import annotations
 
 import json
+import shutil
 import subprocess
 import sys
 from pathlib import Path
@@ -16,7 +17,7 @@ import pytest
 from mcp.types import Implementation
 
 from .helpers import Tools, frontmatter, hand_memory, http_server, server_env, settle, write_file
-from .sync_support import Machine, machines
+from .sync_support import Machine, identify, machines, replace_in
 
 AGENT = Implementation(name="test-agent", version="9.1")
 
@@ -148,23 +149,21 @@ def test_the_browser_view_shows_origins_and_a_person_confirms_there(tmp_path: Pa
     assert frontmatter(path)["trust"] == "confirmed" and frontmatter(path)["origin"] == "cli"
 
 
-def _identity(m: Machine, name: str) -> None:
-    (m.home / "gitconfig").write_text(f"[user]\n\tname = {name}\n\temail = {name.lower()}@example.com\n")
-
-
 def test_a_teammates_new_memories_are_named_before_they_are_trusted(tmp_path: Path) -> None:
     remote, (ana, ben) = machines(tmp_path, 2)
-    _identity(ana, "Ana")
-    _identity(ben, "Ben")
+    identify(ana, "Ana")
+    identify(ben, "Ben")
     ana.cli("remember", "Deploys only on Tuesdays", "Tuesday to Thursday, never Friday.", "--type", "preference")
     ana.sync("--init", str(remote), "--branch", "main")
     ben.cli("remember", "Ben prefers dark mode", "In every editor.", "--type", "preference")
     got = ben.sync("--init", str(remote), "--branch", "main")
     assert got["from_teammates"] == {"Ana <ana@example.com>": [_id_of(ben, "Deploys only on Tuesdays")]}
 
-    # the canon names the author of the change, then what the sender's file said
-    meta = frontmatter(_path_of(ben, "Deploys only on Tuesdays"))
-    assert meta["origin"] == "sync from Ana <ana@example.com>; cli"
+    # the answers name the author git recorded, then what the sender's file said; the file is not rewritten (a
+    # receipt is no edit: nothing goes back to Ana, nothing clashes with a memory she makes private meanwhile)
+    path = _path_of(ben, "Deploys only on Tuesdays")
+    assert frontmatter(path)["origin"] == "cli"
+    assert ben.git("status", "--porcelain") == ""
     context = ben.cli("context").stdout
     teammates = context[context.index("## New from teammates (1, at the last sync)") :]
     assert "- 1 from Ana <ana@example.com>: Deploys only on Tuesdays\n" in teammates
@@ -173,6 +172,13 @@ def test_a_teammates_new_memories_are_named_before_they_are_trusted(tmp_path: Pa
     assert "(preference, from Ana <ana@example.com>, stated by them, through the CLI)" in context
     read = json.loads(ben.cli("read", _id_of(ben, "Deploys only on Tuesdays"), "--json").stdout)
     assert read["origin"] == "sync from Ana <ana@example.com>; cli"
+    # the index is derived: rebuilt from nothing, it asks git again, and Ana's memory is still hers
+    shutil.rmtree(ben.root / ".index")
+    ben.cli("reindex")
+    read = json.loads(ben.cli("read", _id_of(ben, "Deploys only on Tuesdays"), "--json").stdout)
+    assert read["origin"] == "sync from Ana <ana@example.com>; cli"
+    stated = ben.cli("context").stdout.split("## What the user stated")[1].split("\n## ")[0]
+    assert "Ben prefers dark mode" in stated and "Deploys only on Tuesdays" not in stated
 
     # back on Ana's machine her memory is still hers, and nothing of her own is new from a teammate
     ana.sync()
@@ -181,6 +187,14 @@ def test_a_teammates_new_memories_are_named_before_they_are_trusted(tmp_path: Pa
     assert "Deploys only on Tuesdays" in stated.split("\n## ")[0]
     assert "- 1 from Ben <ben@example.com>: Ben prefers dark mode" in context
     assert "from Ana" not in context
+    assert frontmatter(_path_of(ana, "Deploys only on Tuesdays"))["origin"] == "cli"  # nothing came back renamed
+
+    # Ana edits it; the edit arrives as an edit: still hers
+    replace_in(_path_of(ana, "Deploys only on Tuesdays"), "never Friday.", "never Friday, nor Monday.")
+    ana.sync()
+    ben.sync()
+    read = json.loads(ben.cli("read", _id_of(ben, "Deploys only on Tuesdays"), "--json").stdout)
+    assert "nor Monday" in read["text"] and read["origin"] == "sync from Ana <ana@example.com>; cli"
 
 
 def _path_of(m: Machine, title: str) -> Path:

@@ -20,6 +20,7 @@ from __future__ import annotations
 import os
 import random
 import re
+import shutil
 import signal
 import subprocess
 import sys
@@ -278,6 +279,25 @@ def _note(run: Run, answer) -> None:
             run.copies.add(match.group(1))
 
 
+def _probe_afresh(root: Path, into: Path) -> list[list[str]]:
+    """The probes' answers from a new index of `root`'s shared canon (memories/ without private files, and
+    dictionary.md), built in `into`."""
+    shutil.rmtree(into, ignore_errors=True)
+    for path in (root / "memories").rglob("*.md"):
+        data = path.read_bytes()
+        if not is_local_only(data):
+            target = into / path.relative_to(root)
+            target.parent.mkdir(parents=True, exist_ok=True)
+            target.write_bytes(data)
+    if (root / "dictionary.md").exists():
+        shutil.copy2(root / "dictionary.md", into / "dictionary.md")
+    svc = MemoryService(into)
+    try:
+        return [[r.id for r in svc.recall(q, limit=10).results] for q in PROBES]
+    finally:
+        svc.close()
+
+
 def _check(run: Run, services: list[MemoryService], roots: list[Path]) -> None:
     heads = {_head(r) for r in roots}
     assert len(heads) == 1, "replicas did not reach one commit"
@@ -310,18 +330,10 @@ def _check(run: Run, services: list[MemoryService], roots: list[Path]) -> None:
     for name in run.copies:  # every clash left its copy, unless a later purge removed that copy
         suffix = name.removesuffix(".md").rpartition("-")[2].upper()
         assert name in names or any(p.endswith(suffix) for p in run.purged), f"clash copy {name} is gone"
-    # a private memory is found on its own replica only, and it weighs in that replica's word statistics: the
-    # probes compare what the shared canon answers, each replica's private files set aside meanwhile
-    aside = [
-        (p, p.read_bytes()) for r in roots for p in (r / "memories").rglob("*.md") if is_local_only(p.read_bytes())
-    ]
-    for path, _ in aside:
-        path.unlink()
-    try:
-        probes = [[[r.id for r in svc.recall(q, limit=10).results] for q in PROBES] for svc in services]
-    finally:
-        for path, data in aside:
-            path.write_bytes(data)
+    # equal shared canons answer equally: each replica's shared canon (its private memories left out) is indexed
+    # afresh and asked the probes. The replicas' own indexes rank by heat too, which is each machine's own
+    # (the recalls its servers answered), so their orders may differ by design
+    probes = [_probe_afresh(root, root.parent / f"probe-{i}") for i, root in enumerate(roots)]
     assert all(p == probes[0] for p in probes), "the probe recalls differ between replicas"
 
 

@@ -19,7 +19,7 @@ from pathlib import Path
 import pytest
 
 from tests.helpers import stdio_tools
-from tests.sync_support import Machine, cli_env, machines, memory_text, replace_in, write
+from tests.sync_support import Machine, cli_env, identify, machines, memory_text, replace_in, write
 
 pytestmark = pytest.mark.anyio
 
@@ -265,6 +265,33 @@ def test_a_memory_made_private_here_while_the_other_machine_edits_it_is_never_wr
     assert "qq10secret" in (a.memories / "n.md").read_text()
     assert "qq10secret" not in remote_history(remote)
     assert "edited on B" in remote_history(remote)
+
+
+def test_a_teammate_receiving_a_memory_is_no_edit_its_author_can_make_it_private_and_sync_on(tmp_path: Path) -> None:
+    """A sync that brings a teammate's memory must not change it: the version Ben received and pushed back was an
+    edit (his sync wrote who sent it into the file), so Ana, who had made that memory private meanwhile, found
+    every later sync stopped on it (the long hostile run's seed 208)."""
+    remote, (a, b) = machines(tmp_path, 2)
+    identify(a, "Ana")
+    identify(b, "Ben")
+    write(a.memories / "n.md", memory_text("01KH60JFE05BTRAVE29W5RSHAR", "Team note", "Public words."))
+    a.sync("--init", str(remote), "--branch", "main")
+    b.cli("remember", "Ben's own note", "Written on Ben's machine.")
+    got = b.sync("--init", str(remote), "--branch", "main")
+    assert got["from_teammates"] == {"Ana <ana@example.com>": ["01KH60JFE05BTRAVE29W5RSHAR"]}
+    assert got["sent"]["edited"] == [] and len(got["sent"]["added"]) == 1  # Ben's own note only: no receipt edit
+    bens = next(p for p in b.memories.rglob("*.md") if "Ben's own note" in p.read_text())
+    written = bens.read_bytes()
+    replace_in(a.memories / "n.md", "state: active", "state: active\nsync: local")
+    replace_in(a.memories / "n.md", "Public words.", "Private words qq11secret.")
+    out = a.sync()  # Ben's memory arrives, Ana's stops being shared: no stop, nothing private out
+    assert any("stopped sharing" in n for n in out["surfaced"]), out["surfaced"]
+    assert "Ben's own note" in " ".join(out["received"]["added"])
+    assert "qq11secret" in (a.memories / "n.md").read_text() and "qq11secret" not in remote_history(remote)
+    a.sync()
+    b.sync()
+    assert "n.md" not in b.files()
+    assert bens.read_bytes() == written  # Ben's note came back from Ana's clone as he wrote it
 
 
 async def test_a_server_calling_while_sync_pushes_never_undoes_a_merged_archive(tmp_path: Path) -> None:

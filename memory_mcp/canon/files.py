@@ -404,6 +404,17 @@ def parse(data: bytes, fallback_title: str, fallback_time: str) -> Memory:
     )
 
 
+def heading_of(data: bytes) -> str | None:
+    """A memory file's `# title` line, read without its YAML (a sync's summary names a thousand files); None
+    when the file has none (`parse` then knows the title)."""
+    try:
+        text = decode(data)
+        _, content = HANDLER.split(text) if HANDLER.detect(text) else ("", "")
+    except (CanonError, ValueError):
+        return None
+    return _title_and_body(content, 1)[0] or None
+
+
 def _title_and_body(content: str, first_line: int) -> tuple[str, str, int, int]:
     lines = content.split("\n")
     i = 0

@@ -102,6 +102,24 @@ def sync_origin(author: str, earlier: Origin | None) -> Origin:
     return Origin(Surface.SYNC, clean(author, 80), earlier=earlier)
 
 
+def by_teammate(author: str, recorded: str | None) -> str:
+    """The origin shown for a memory `author` added through git, given the line its file records."""
+    earlier = parse(recorded)
+    if earlier is not None and earlier.surface is Surface.SYNC and same_person(earlier.detail, author):
+        return earlier.text  # a file stamped by an older version already names them
+    return sync_origin(author, earlier).text
+
+
+def still_from(shown: str | None, recorded: str | None) -> str | None:
+    """The origin shown for a changed file whose memory was shown as `shown`: a teammate's memory stays theirs
+    (with what its file records now), unless the file itself names a sync."""
+    before = parse(shown)
+    now = parse(recorded)
+    if before is None or before.surface is not Surface.SYNC or (now is not None and now.surface is Surface.SYNC):
+        return recorded
+    return sync_origin(before.detail, now).text
+
+
 CLI = Origin(Surface.CLI)
 WEB = Origin(Surface.WEB)
 HAND = Origin(Surface.HAND)

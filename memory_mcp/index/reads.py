@@ -21,8 +21,8 @@ def active_handoff_ids(conn: sqlite3.Connection) -> list[str]:
 
 def current_handoff_id(conn: sqlite3.Connection) -> str | None:
     row = conn.execute(
-        "SELECT id FROM memories WHERE type = 'handoff' AND state = 'active' AND quarantine IS NULL "
-        "ORDER BY updated DESC, id LIMIT 1"
+        "SELECT id FROM memories WHERE type = 'handoff' AND +state = 'active' AND quarantine IS NULL "
+        "ORDER BY updated DESC, id LIMIT 1"  # `+state`: through the handoffs' own index, not every active memory
     ).fetchone()
     return row[0] if row else None
 
@@ -72,8 +72,8 @@ def listed_count(conn: sqlite3.Connection, today: str) -> int:
     expired = conn.execute(  # through the partial index on valid_until: only the memories that have one
         "SELECT count(*) FROM memories WHERE valid_until < ? AND +state = 'active' AND +type != 'handoff'", (today,)
     ).fetchone()[0]
-    held = conn.execute(
-        "SELECT count(*) FROM memories WHERE quarantine IS NOT NULL AND state = 'active' AND type != 'handoff' "
+    held = conn.execute(  # through the partial index on quarantine (`+`: not the index on state, type)
+        "SELECT count(*) FROM memories WHERE quarantine IS NOT NULL AND +state = 'active' AND +type != 'handoff' "
         "AND (valid_until IS NULL OR valid_until >= ?)",
         (today,),
     ).fetchone()[0]

@@ -1,10 +1,14 @@
-"""What a sync brought from teammates (issue 44): memory files another git author added are named in the canon
-(`origin: sync from Ana <ana@example.com>; <what the sender's file said>`) and listed for the next session-start
-context, so a teammate's memory is seen as theirs before anyone trusts it as what this user stated.
+"""Memories from teammates (issue 44): a memory file another git author added is shown as theirs
+(`sync from Ana <ana@example.com>; <what the sender's file said>`) and listed for the next session-start context,
+so a teammate's memory is seen as theirs before anyone trusts it as what this user stated.
 
-Runs after the git exchange (store/sync.py) and before the reconcile that indexes what arrived. The list of the
-last sync's arrivals is derived data, kept beside the index (`.index/arrivals.json`): losing it loses only the
-notice, never a memory or its origin line.
+Who added a file is a fact git already holds, so it is read from git, never written into the file: stamping the
+file made every receipt an edit that travelled back to the team (a second commit and push of every file a sync
+brought, and its author's own memories returned to them renamed), and it turned a memory its author had just made
+private into a merge that could not proceed. Reconcile asks git (`authors`) about every memory file new to the
+index, in whatever way it came (a sync, a plain `git pull`, a first build after the index was deleted), and the
+index holds the origin the answers show. The list of the last sync's arrivals is derived data too
+(`.index/arrivals.json`): losing it loses only the notice.
 """
 
 from __future__ import annotations
@@ -62,9 +66,9 @@ def _me(git: Git) -> str:
 
 
 def receive(store: Store, before: str | None, also: Arrivals | None = None) -> Arrivals:
-    """After a sync: every memory file added since `before` by a commit of another author gets its origin line
-    (unless it already names a sync), and the list is kept for the next context (with `also`'s: the same sync's
-    first exchange, when a second one sent what the reconcile rewrote)."""
+    """After a sync: every memory file added since `before` by a commit of another author, kept as the list for
+    the next context (with `also`'s: the same sync's first exchange, when a second one sent what the reconcile
+    rewrote). The files are not touched: reconcile shows them as the author's (`authors`)."""
     from .sync import open_repo
 
     git, _ = open_repo(store.root)
@@ -72,47 +76,71 @@ def receive(store: Store, before: str | None, also: Arrivals | None = None) -> A
     me = _me(git)
     out = Arrivals(me=me, synced=canon.now_iso(), new=list(also.new) if also is not None else [])
     if git.text("rev-parse", "-q", "--verify", "HEAD", check=False):
-        rel = store.root.resolve().relative_to(git.root.resolve()).as_posix()
-        folder = ("" if rel == "." else rel + "/") + "memories/"
-        log = git.text(
-            "log", "--diff-filter=A", "--no-renames", "--format=%x01%an <%ae>", "--name-only",
-            f"{before}..HEAD" if before else "HEAD", "--", folder,
-        )  # fmt: skip
-        seen: set[str] = set()
-        for chunk in log.split("\x01")[1:]:  # newest first: the latest add of a path is its arrival
-            author, *paths = [line for line in chunk.split("\n") if line.strip()]
-            for path in paths:
-                if path in seen or not path.endswith(".md"):
-                    continue
-                seen.add(path)
-                if not provenance.same_person(author, me):
-                    arrival = _stamp(git.root / path, author)
-                    if arrival is not None and arrival not in out.new:
-                        out.new.append(arrival)
+        listed = set(out.new)
+        for path, author in _added_by(git, _folder(store, git), f"{before}..HEAD" if before else "HEAD").items():
+            if not provenance.same_person(author, me):
+                arrival = _arrival(git.root / path, author)
+                if arrival is not None and arrival not in listed:
+                    out.new.append(arrival)
+                    listed.add(arrival)
     _save(store, out)
     return out
 
 
-def _stamp(path: Path, author: str) -> Arrival | None:
+def authors(store: Store, rels: list[str]) -> dict[str, str]:
+    """The git author who added each of `rels` (store-relative memory paths), for those another person added:
+    {} when the store is in no git work tree, or git has no commit adding them (a file made here, by hand)."""
+    from .git import Git, git_binary, work_tree_of
+
     try:
-        meta = canon.read_frontmatter(path)
-    except (OSError, canon.CanonError):
-        return None  # gone since, or not a memory: reconcile reports it
-    mem_id = str(meta.get("id") or "").strip()
-    if not mem_id:
-        return None
-    earlier = provenance.parse(meta.get("origin"))
-    if earlier is None or earlier.surface is not provenance.Surface.SYNC:
-        origin = provenance.sync_origin(author, earlier).text
+        binary = git_binary()
+        top = work_tree_of(store.root, binary)
+    except Exception:  # no git on this machine: nobody else can have added anything
+        return {}
+    if top is None:
+        return {}
+    git = Git(top, binary, config=["core.quotePath=false"])
+    if not git.text("rev-parse", "-q", "--verify", "HEAD", check=False):
+        return {}
+    me = _me(git)
+    folder = _folder(store, git)
+    wanted = {folder + rel.removeprefix("memories/"): rel for rel in rels}
+    added = _added_by(git, folder, "HEAD", list(wanted) if len(wanted) <= _NAMED_PATHS else None)
+    return {wanted[p]: a for p, a in added.items() if p in wanted and not provenance.same_person(a, me)}
 
-        def name(m: dict) -> None:
-            m["origin"] = origin
 
-        try:
-            canon.rewrite(path, name)
-        except (OSError, canon.CanonError):
-            pass  # a read-only store keeps the file as it came; the list still names the author
-    return Arrival(mem_id, author)
+_NAMED_PATHS = 200  # past this many files, one log of the whole folder is cheaper than naming each
+
+
+def _folder(store: Store, git: Git) -> str:
+    """The memories folder as git names it (relative to the work tree's top level)."""
+    rel = store.root.resolve().relative_to(git.root.resolve()).as_posix()
+    return ("" if rel == "." else rel + "/") + "memories/"
+
+
+def _added_by(git: Git, folder: str, revisions: str, paths: list[str] | None = None) -> dict[str, str]:
+    """path -> "Name <mail>" of the newest commit in `revisions` that added it (memory files under `folder`)."""
+    log = git.text(
+        "log", "--diff-filter=A", "--no-renames", "--format=%x01%an <%ae>", "--name-only", revisions, "--",
+        *(paths if paths is not None else [folder]),
+    )  # fmt: skip
+    out: dict[str, str] = {}
+    for chunk in log.split("\x01")[1:]:  # newest first: the latest add of a path is its arrival
+        author, *names = [line for line in chunk.split("\n") if line.strip()]
+        for name in names:
+            if name.endswith(".md") and name not in out:
+                out[name] = author
+    return out
+
+
+def _arrival(path: Path, author: str) -> Arrival | None:
+    from ..canon.merge import id_of  # the merge code (and ruamel) only after a sync, never for a context
+
+    try:
+        mem_id = id_of(canon.read_bytes(path))  # the id line only: no YAML for a thousand arrivals
+    except OSError:
+        return None  # gone since: reconcile reports it
+    return Arrival(mem_id, author) if mem_id else None
 
 
 def _save(store: Store, arrivals: Arrivals) -> None:

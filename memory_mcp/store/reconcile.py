@@ -218,6 +218,7 @@ def reconcile(
         # owners only matter for files recorded as duplicates; skip the full id scan when there are none
         has_dupes = any(r.error and r.error.startswith("duplicate id") for r in known.values())
         owners = memory_ids(conn) if has_dupes else set()
+        new: list[str] = []
         for done, rel in enumerate(sorted(disk)):
             step(done, len(disk))
             entry = disk[rel]
@@ -235,6 +236,8 @@ def reconcile(
             outcome = index_file(store, conn, dictionary, rel, known_sha, hand, rules.reactivates(rel))
             if outcome.quarantined:
                 report.quarantined.append(rel)
+            if outcome.new:
+                new.append(rel)
             report.hashed += outcome.hashed
             report.reindexed += outcome.reindexed
             report.removed += outcome.removed
@@ -250,6 +253,8 @@ def reconcile(
                 outcome = index_file(store, conn, dictionary, row.path, reactivate=rules.reactivates(row.path))
                 if outcome.memory_id:
                     owners.add(outcome.memory_id)
+        if new:
+            _name_teammates(store, conn, new)
         if dupes:
             if owners_before is None:  # the ledger as this pass found it (only a duplicate needs it)
                 owners_before = {r.memory_id: r.path for r in known.values() if r.memory_id and not r.error}
@@ -389,6 +394,19 @@ def _duplicate_owner_gone(row: ledger.FileRow, owners: set[str]) -> bool:
     return bool(row.error and row.error.startswith("duplicate id") and row.memory_id not in owners)
 
 
+def _name_teammates(store: Store, conn: sqlite3.Connection, rels: list[str]) -> None:
+    """Memory files new to the index that another git author added are shown as theirs (store/arrivals.py)."""
+    from .arrivals import authors  # git, only when a pass found new files: a one-shot call that finds none skips it
+
+    added = authors(store, rels)
+    if not added:
+        return
+    shown = ix.memory_origins(conn, list(added))
+    for rel, author in added.items():
+        if rel in shown:
+            ix.set_origin(conn, rel, provenance.by_teammate(author, shown[rel]))
+
+
 @dataclass(frozen=True)
 class _HandEdits:
     """A pass that may tell a file added by hand: a new file without an `origin:` line whose id is not one of
@@ -405,6 +423,7 @@ class FileOutcome:
     removed: int = 0
     memory_id: str | None = None
     quarantined: bool = False  # this pass put the memory in quarantine
+    new: bool = False  # a memory at a path the index did not hold one at: who added it is asked of git
 
 
 def index_file(
@@ -468,6 +487,8 @@ def index_file(
             mem.origin = previous.origin  # the label reconcile gave it when it appeared stays with it
         elif previous is None and hand is not None and mem.id not in hand.renamed:
             mem.origin = provenance.HAND.text
+    if previous is not None and previous.id == mem.id:
+        mem.origin = provenance.still_from(previous.origin, mem.origin)  # a teammate's memory stays theirs
     if (
         reactivate
         and previous is not None
@@ -500,7 +521,7 @@ def index_file(
             outcome.quarantined = True
     ix.put_memory(conn, rel, mem, dictionary.normalise(mem.entities))
     ledger.put_file(conn, ledger.FileRow(rel, mtime, before.st_size, sha, mem.id, None, before.st_ino))
-    outcome.memory_id = mem.id
+    outcome.memory_id, outcome.new = mem.id, previous is None
     return outcome
 
 

@@ -23,6 +23,7 @@ from contextlib import AbstractContextManager, contextmanager, nullcontext
 from dataclasses import dataclass, field
 from pathlib import Path, PurePosixPath
 from types import FrameType
+from typing import NamedTuple
 
 from ..canon import files as canon
 from ..canon import merge, sharing
@@ -334,11 +335,15 @@ def _add(into: Changes, more: Changes) -> None:
         getattr(into, kind).extend(getattr(more, kind))
 
 
-def pending_changes(store_root: Path) -> bool:
-    """The store's canon has changes sync would commit (e.g. the reconcile after a merge rewrote a file)."""
+def pending_changes(store_root: Path, among: set[str] | None = None) -> bool:
+    """The store's canon has changes sync would commit (e.g. the reconcile after a merge rewrote a file); with
+    `among` (store-relative paths), only changes to those count."""
     git, _ = open_repo(store_root)
-    paths = [_prefix(git, store_root) + name for name in CANON_NAMES]
+    prefix = _prefix(git, store_root)
+    paths = [prefix + name for name in CANON_NAMES]
     for xy, path in _status_paths(git, paths):
+        if among is not None and path.removeprefix(prefix) not in among:
+            continue
         full = git.root / path
         if xy != "??" or not (full.is_file() and is_local_only(canon.read_bytes(full))):
             return True
@@ -440,15 +445,17 @@ def _commit_local(git: Git, paths: list[str], notes: list[str], extra: list[str]
             f"stopped sharing {p} (marked sync: local); other machines drop it at their next sync" for p in unshare
         ]
     staged = _name_status(git, ["diff", "--cached"], everything, env=env)
-    if not staged or (not head and not any(p.removeprefix(prefix).split("/")[0] in CANON_NAMES for _, p in staged)):
+    if not staged or (
+        not head and not any(p.removeprefix(prefix).split("/")[0] in CANON_NAMES for p in (c.path for c in staged))
+    ):
         return Changes()  # nothing, or a new machine with nothing of its own: it takes the remote's history as it is
-    changes = _describe(git, staged, "HEAD" if head else None, prefix, work_tree=True)
+    changes = _describe(git, staged, prefix, work_tree=True)
     title = f"memory-mcp sync from {socket.gethostname()}: {changes.summary()}"
     tree = git.text("write-tree", env=env)
     commit = git.run("commit-tree", tree, *(["-p", "HEAD"] if head else []), stdin=_message(title, changes).encode())
     old = [git.text("rev-parse", "HEAD")] if head else []
     git.run("update-ref", "-m", "memory-mcp sync: commit local changes", "HEAD", commit.stdout.decode().strip(), *old)
-    git.with_paths(["reset", "-q", "HEAD"], [p for _, p in staged] + unshare)
+    git.with_paths(["reset", "-q", "HEAD"], [c.path for c in staged] + unshare)
     return changes
 
 
@@ -456,30 +463,57 @@ def _git_path(git: Git, name: str) -> Path:
     return git.root / git.text("rev-parse", "--git-path", name)
 
 
+class Change(NamedTuple):
+    """One changed path as `git diff --raw` tells it: status (A, M, D, ...) and the blob ids on either side
+    (`NO_BLOB` where that side has none)."""
+
+    status: str
+    path: str
+    old: str = ""
+    new: str = ""
+
+
+NO_BLOB = "0" * 40
+
+
 def _name_status(
     git: Git, command: list[str], paths: list[str], *revs: str, env: dict[str, str] | None = None
-) -> list[tuple[str, str]]:
-    out = git.run(*command, "--name-status", "-z", "--no-renames", *revs, "--", *paths, env=env).stdout.split(b"\0")
-    return [(out[i].decode(), out[i + 1].decode("utf-8")) for i in range(0, len(out) - 1, 2) if out[i]]
+) -> list[Change]:
+    """What changed, with each side's blob id: the blobs are then read by id (`Git.blobs`), never as
+    `<rev>:<path>`, which makes git walk a 10k-entry folder tree for every file (~1.5 s per 1,000 files)."""
+    raw = "--raw", "-z", "--no-renames", "--no-abbrev"
+    out = git.run(*command, *raw, *revs, "--", *paths, env=env).stdout.split(b"\0")
+    changes = []
+    for i in range(0, len(out) - 1, 2):
+        if out[i]:
+            _modes, old, new, status = _raw(out[i])
+            changes.append(Change(status, out[i + 1].decode("utf-8"), old, new))
+    return changes
 
 
-def _describe(
-    git: Git, entries: list[tuple[str, str]], before: str | None, prefix: str, work_tree: bool, after: str = "HEAD"
-) -> Changes:
-    """Sort changed paths into added / edited / archived / removed, with titles (new side, or old for removals)."""
+def _raw(head: bytes) -> tuple[str, str, str, str]:
+    """':100644 100644 <old> <new> M' -> (modes, old, new, status)."""
+    src_mode, dst_mode, old, new, status = head.decode().lstrip(":").split(" ")
+    return f"{src_mode} {dst_mode}", old, new, status[:1]
+
+
+def _describe(git: Git, entries: list[Change], prefix: str, work_tree: bool) -> Changes:
+    """Sort changed paths into added / edited / archived / removed, with titles (new side, or old for removals).
+    `work_tree`: the new side is read from the work tree (what is being committed), else from its blob."""
     changes = Changes()
-    mem = [(s, p) for s, p in entries if _is_memory_path(p, prefix)]
-    changes.other = [p.removeprefix(prefix) for s, p in entries if not _is_memory_path(p, prefix)]
-    old = git.blobs([f"{before}:{p}" for s, p in mem if s != "A"]) if before else {}
-    new = {} if work_tree else git.blobs([f"{after}:{p}" for s, p in mem if s != "D"])
-    for status, path in mem:
-        before_data = old.get(f"{before}:{path}")
-        if status == "D":
-            changes.removed.append(_title_of(before_data, path))
+    mem = [c for c in entries if _is_memory_path(c.path, prefix)]
+    changes.other = [c.path.removeprefix(prefix) for c in entries if not _is_memory_path(c.path, prefix)]
+    wanted = [c.old for c in mem if c.old and c.old != NO_BLOB]
+    wanted += [] if work_tree else [c.new for c in mem if c.new and c.new != NO_BLOB]
+    blobs = git.blobs(list(dict.fromkeys(wanted)))
+    for c in mem:
+        before_data = blobs.get(c.old)
+        if c.status == "D":
+            changes.removed.append(_title_of(before_data, c.path))
             continue
-        data = canon.read_bytes(git.root / path) if work_tree else new.get(f"{after}:{path}")
-        title = _title_of(data, path)
-        if status == "A" or before_data is None:
+        data = canon.read_bytes(git.root / c.path) if work_tree else blobs.get(c.new)
+        title = _title_of(data, c.path)
+        if c.status == "A" or before_data is None:
             changes.added.append(title)
         elif _state_of(data) != _state_of(before_data) and _state_of(data) != "active":
             changes.archived.append(title)
@@ -489,6 +523,8 @@ def _describe(
 
 
 def _title_of(data: bytes | None, path: str) -> str:
+    if data and (heading := canon.heading_of(data)):
+        return heading
     if data:
         try:
             return canon.parse(data, PurePosixPath(path).stem, "").title
@@ -532,9 +568,14 @@ def _merge(git: Git, remote_ref: str, paths: list[str], branch: str, result: Syn
     prefix = paths[0].rpartition("memories")[0]
     if not _has_head(git):  # a new machine with nothing to send: take the remote's history as it is
         git.run("checkout", "-q", "-f", "-B", branch, remote_ref)
-        listed = git.text("ls-tree", "-r", "--name-only", "HEAD", "--", *paths).splitlines()
-        result.received = _describe(git, [("A", p) for p in listed], None, prefix, work_tree=False)
-        result.arrived += [p.removeprefix(prefix) for p in listed if _is_memory_path(p, prefix)]
+        listed = [
+            Change("A", path, NO_BLOB, info.split(" ")[2])
+            for line in git.run("ls-tree", "-r", "-z", "--full-tree", "HEAD", "--", *paths).stdout.split(b"\0")
+            if line
+            for info, _, path in [line.decode("utf-8").partition("\t")]
+        ]
+        result.received = _describe(git, listed, prefix, work_tree=False)
+        result.arrived += [c.path.removeprefix(prefix) for c in listed if _is_memory_path(c.path, prefix)]
         return
     if git.ok("merge-base", "--is-ancestor", remote_ref, "HEAD"):
         return  # we have everything
@@ -546,8 +587,10 @@ def _merge(git: Git, remote_ref: str, paths: list[str], branch: str, result: Syn
     else:
         _true_merge(git, remote_ref, prefix, result)
     entries = _name_status(git, ["diff"], paths, before, "HEAD")
-    result.arrived += [p.removeprefix(prefix) for s, p in entries if s != "D" and _is_memory_path(p, prefix)]
-    got = _describe(git, entries, before, prefix, work_tree=False)
+    result.arrived += [
+        c.path.removeprefix(prefix) for c in entries if c.status != "D" and _is_memory_path(c.path, prefix)
+    ]
+    got = _describe(git, entries, prefix, work_tree=False)
     for kind in ("added", "edited", "archived", "removed", "other"):
         getattr(result.received, kind).extend(getattr(got, kind))
 
@@ -852,16 +895,16 @@ def _follow_renames(git: Git, remote_ref: str, prefix: str, result: SyncResult, 
 def _renames(git: Git, base: str, side: str, prefix: str) -> dict[str, str]:
     """old path -> new path of the memory files `side` renamed since `base`: same id, deleted here, added there."""
     entries = _name_status(git, ["diff"], [prefix + "memories"], base, side)
-    gone = [p for s, p in entries if s == "D" and _is_memory_path(p, prefix)]
-    new = [p for s, p in entries if s == "A" and _is_memory_path(p, prefix)]
+    gone = [c for c in entries if c.status == "D" and _is_memory_path(c.path, prefix)]
+    new = [c for c in entries if c.status == "A" and _is_memory_path(c.path, prefix)]
     if not gone or not new:
         return {}
-    blobs = git.blobs([f"{base}:{p}" for p in gone] + [f"{side}:{p}" for p in new])
+    blobs = git.blobs([c.old for c in gone] + [c.new for c in new])
     by_id: dict[str, str] = {}
-    for path in new:
-        by_id.setdefault(merge.id_of(blobs[f"{side}:{path}"] or b""), path)
+    for c in new:
+        by_id.setdefault(merge.id_of(blobs[c.new] or b""), c.path)
     by_id.pop("", None)
-    return {p: by_id[i] for p in gone if (i := merge.id_of(blobs[f"{base}:{p}"] or b"")) in by_id}
+    return {c.path: by_id[i] for c in gone if (i := merge.id_of(blobs[c.old] or b"")) in by_id}
 
 
 def _check_outgoing(git: Git, prefix: str, remote: str, remote_ref: str | None, checks: ShareChecks) -> None:

@@ -22,33 +22,33 @@ def sync(
     """Commit this store's canon, merge the remote's, push; then reconcile the index with what arrived."""
     s = svc.scopes.session(scope)
     before = arrivals.head(s.store.root)
+    rewritten: set[str] = set()  # files the reconcile of what arrived wrote (a copy given an id of its own)
 
     def settle(merged: list[str]) -> None:
-        """Under the lock the merge held: name teammates' new memories, then index what the merge wrote as
-        merged (an archived memory whose text a merge changed stays archived), before any other call sees it."""
-        arrivals.receive(s.store, before)
-        with s.transaction(rules=PassRules(merged=frozenset(merged))):
-            pass
+        """Under the lock the merge held: index what the merge wrote as merged (an archived memory whose text a
+        merge changed stays archived; a teammate's new memory shown as theirs), before any other call sees it."""
+        with s.transaction(rules=PassRules(merged=frozenset(merged))) as report:
+            rewritten.update(r.partition(": ")[0] for r in report.renumbered)
 
     result = git_sync.sync(
         s.store.root, options or git_sync.SyncOptions(), progress, hold=lambda: exclusive(s), settle=settle
     )
     started = time.perf_counter()
-    with exclusive(s):  # a teammate's new memory names its author before it is indexed
-        came = arrivals.receive(s.store, before)
+    came = arrivals.receive(s.store, before)  # the list for the next context (reads git and ids, writes no memory)
     # what the merge wrote is no hand edit: an archived memory whose text a merge changed stays archived
     with s.transaction(rules=PassRules(merged=frozenset(result.arrived))) as report:
         index = index_report(s, report)
+        rewritten.update(r.partition(": ")[0] for r in report.renumbered)
     reindex_seconds = round(time.perf_counter() - started, 4)
-    if git_sync.pending_changes(s.store.root):
-        # the reconcile rewrote what arrived (an archived memory whose body was edited elsewhere is active
-        # again): send that too, so one sync leaves nothing behind
+    if git_sync.pending_changes(s.store.root, among=set(result.arrived) | rewritten):
+        # the reconcile rewrote what arrived (a copy given an id of its own): send that too, so one sync leaves
+        # nothing of its own behind. What a server wrote meanwhile goes with the next sync: sending it now
+        # would only start another exchange, which a busy server would never let end
         before = arrivals.head(s.store.root)
         again = git_sync.sync(s.store.root, git_sync.SyncOptions(options.remote, result.branch, options.push)
                               if options else git_sync.SyncOptions(branch=result.branch), progress,
                               hold=lambda: exclusive(s), settle=settle)  # fmt: skip
-        with exclusive(s):
-            came = arrivals.receive(s.store, before, also=came)
+        came = arrivals.receive(s.store, before, also=came)
         with s.transaction(rules=PassRules(merged=frozenset(again.arrived))) as report:
             index = index_report(s, report)
         _fold(result, again)
