@@ -173,6 +173,8 @@ def _cli_sync_beside_writes(run: Run, svc: MemoryService, root: Path, tmp: Path)
     stop.set()
     killer.join()
     _, err = proc.communicate()
+    if err.startswith("Fatal Python error: init_import_site") and how == "sigint":
+        return  # the signal landed while the interpreter itself was starting, before memory-mcp's first line ran
     assert "Traceback" not in err, f"sync printed a traceback:\n{err}"
     if proc.returncode == 1 and "holds back" in err and (run.typos or run.secrets):
         return  # a file kept here (a typo, a secret) that the other side changed: fixed before the final syncs

@@ -14,6 +14,7 @@ index holds the origin the answers show. The list of the last sync's arrivals is
 from __future__ import annotations
 
 import json
+import time
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING
@@ -90,19 +91,10 @@ def receive(store: Store, before: str | None, also: Arrivals | None = None) -> A
 def authors(store: Store, rels: list[str]) -> dict[str, str]:
     """The git author who added each of `rels` (store-relative memory paths), for those another person added:
     {} when the store is in no git work tree, or git has no commit adding them (a file made here, by hand)."""
-    from .git import Git, git_binary, work_tree_of
-
-    try:
-        binary = git_binary()
-        top = work_tree_of(store.root, binary)
-    except Exception:  # no git on this machine: nobody else can have added anything
+    repo = _repo(store)
+    if repo is None:
         return {}
-    if top is None:
-        return {}
-    git = Git(top, binary, config=["core.quotePath=false"])
-    if not git.text("rev-parse", "-q", "--verify", "HEAD", check=False):
-        return {}
-    me = _me(git)
+    git, me = repo
     folder = _folder(store, git)
     wanted = {folder + rel.removeprefix("memories/"): rel for rel in rels}
     added = _added_by(git, folder, "HEAD", list(wanted) if len(wanted) <= _NAMED_PATHS else None)
@@ -110,6 +102,30 @@ def authors(store: Store, rels: list[str]) -> dict[str, str]:
 
 
 _NAMED_PATHS = 200  # past this many files, one log of the whole folder is cheaper than naming each
+
+# store root -> (when looked up, (the work tree's git, who this machine commits as) or None). A server whose
+# other processes add files asks at every pass that finds one: the lookup's three git calls are made once a
+# minute, the log itself each time
+_REPOS: dict[Path, tuple[float, tuple[Git, str] | None]] = {}
+_REPO_SECONDS = 60.0
+
+
+def _repo(store: Store) -> tuple[Git, str] | None:
+    from .sync import open_repo  # the identity sync commits as (a machine without one gets a stand-in there)
+
+    now = time.monotonic()
+    cached = _REPOS.get(store.root)
+    if cached is not None and now - cached[0] < _REPO_SECONDS:
+        return cached[1]
+    try:
+        git, _ = open_repo(store.root)
+    except Exception:  # no git here, or the store is in no work tree: nobody else can have added anything
+        found = None
+    else:
+        git.config.append("core.quotePath=false")
+        found = (git, _me(git))
+    _REPOS[store.root] = (now, found)
+    return found
 
 
 def _folder(store: Store, git: Git) -> str:
@@ -119,10 +135,11 @@ def _folder(store: Store, git: Git) -> str:
 
 
 def _added_by(git: Git, folder: str, revisions: str, paths: list[str] | None = None) -> dict[str, str]:
-    """path -> "Name <mail>" of the newest commit in `revisions` that added it (memory files under `folder`)."""
+    """path -> "Name <mail>" of the newest commit in `revisions` that added it (memory files under `folder`);
+    {} when there is no such revision (a repository without a commit yet)."""
     log = git.text(
         "log", "--diff-filter=A", "--no-renames", "--format=%x01%an <%ae>", "--name-only", revisions, "--",
-        *(paths if paths is not None else [folder]),
+        *(paths if paths is not None else [folder]), check=False,
     )  # fmt: skip
     out: dict[str, str] = {}
     for chunk in log.split("\x01")[1:]:  # newest first: the latest add of a path is its arrival
