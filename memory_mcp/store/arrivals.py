@@ -97,7 +97,15 @@ def authors(store: Store, rels: list[str]) -> dict[str, str]:
     git, me = repo
     folder = _folder(store, git)
     wanted = {folder + rel.removeprefix("memories/"): rel for rel in rels}
-    added = _added_by(git, folder, "HEAD", list(wanted) if len(wanted) <= _NAMED_PATHS else None)
+    named = None
+    if len(wanted) <= _NAMED_PATHS:
+        # only files git tracks can have been added by a commit: a file made here and not yet synced costs no walk
+        # of the history (in a project's repository that can be long)
+        listed = git.run("ls-files", "-z", "--", *wanted, check=False).stdout.split(b"\0")
+        named = [p for p in (item.decode("utf-8") for item in listed if item) if p in wanted]
+        if not named:
+            return {}
+    added = _added_by(git, folder, "HEAD", named)
     return {wanted[p]: a for p, a in added.items() if p in wanted and not provenance.same_person(a, me)}
 
 
