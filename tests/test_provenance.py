@@ -231,3 +231,27 @@ def test_an_import_records_the_importer_and_its_file(tmp_path: Path) -> None:
     (path,) = (store / "memories").glob("*.md")
     meta = frontmatter(path)
     assert meta["trust"] == "imported" and meta["origin"] == "import markdown notes"
+
+
+def test_a_store_made_a_repository_while_a_server_runs_names_the_teammate_of_what_it_pulls(tmp_path: Path) -> None:
+    """A server that looked a store up before it was a git repository (a hand-added file made it ask) must ask again
+    once it is one: a teammate's file pulled a moment later is theirs, not what this user stated."""
+    from memory_mcp.tools.service import MemoryService
+
+    root = tmp_path / "store"
+    svc = MemoryService(root)
+    try:
+        write_file(root / "memories" / "fact" / "mine.md", hand_memory("01JHAND0000000000000000001", "Mine", "Mine."))
+        assert svc.status().total == 1  # a pass that found a new file outside any repository
+        git = ["git", "-C", str(root)]
+        subprocess.run([*git, "init", "-q"], check=True)
+        subprocess.run([*git, "config", "user.name", "Ben"], check=True)
+        subprocess.run([*git, "config", "user.email", "ben@example.com"], check=True)
+        write_file(root / "memories" / "fact" / "ana.md", hand_memory("01JHAND0000000000000000002", "Ana's", "Hers."))
+        ana = ["-c", "user.name=Ana", "-c", "user.email=ana@example.com"]
+        subprocess.run([*git, "add", "memories/fact/ana.md"], check=True)
+        subprocess.run([*git, *ana, "commit", "-qm", "from Ana"], check=True)
+        read = svc.read(id="01JHAND0000000000000000002")
+        assert read.origin.startswith("sync from Ana <ana@example.com>"), read.origin
+    finally:
+        svc.close()

@@ -70,20 +70,18 @@ def receive(store: Store, before: str | None, also: Arrivals | None = None) -> A
     """After a sync: every memory file added since `before` by a commit of another author, kept as the list for
     the next context (with `also`'s: the same sync's first exchange, when a second one sent what the reconcile
     rewrote). The files are not touched: reconcile shows them as the author's (`authors`)."""
-    from .sync import open_repo
-
-    git, _ = open_repo(store.root)
-    git.config.append("core.quotePath=false")
-    me = _me(git)
+    repo = _repo(store)
+    if repo is None:  # the sync before this made it a work tree; gone since: nothing to list
+        return Arrivals(synced=canon.now_iso())
+    git, me = repo
     out = Arrivals(me=me, synced=canon.now_iso(), new=list(also.new) if also is not None else [])
-    if git.text("rev-parse", "-q", "--verify", "HEAD", check=False):
-        listed = set(out.new)
-        for path, author in _added_by(git, _folder(store, git), f"{before}..HEAD" if before else "HEAD").items():
-            if not provenance.same_person(author, me):
-                arrival = _arrival(git.root / path, author)
-                if arrival is not None and arrival not in listed:
-                    out.new.append(arrival)
-                    listed.add(arrival)
+    listed = set(out.new)
+    for path, author in _added_by(git, _folder(store, git), f"{before}..HEAD" if before else "HEAD").items():
+        if not provenance.same_person(author, me):
+            arrival = _arrival(git.root / path, author)
+            if arrival is not None and arrival not in listed:
+                out.new.append(arrival)
+                listed.add(arrival)
     _save(store, out)
     return out
 
@@ -111,10 +109,10 @@ def authors(store: Store, rels: list[str]) -> dict[str, str]:
 
 _NAMED_PATHS = 200  # past this many files, one log of the whole folder is cheaper than naming each
 
-# store root -> (when looked up, (the work tree's git, who this machine commits as) or None). A server whose
-# other processes add files asks at every pass that finds one: the lookup's three git calls are made once a
-# minute, the log itself each time
-_REPOS: dict[Path, tuple[float, tuple[Git, str] | None]] = {}
+# store root -> (when looked up, (the work tree's git, who this machine commits as)). A server whose other
+# processes add files asks at every pass that finds one: the lookup's git calls are made once a minute, the log
+# itself each time. A store found in no work tree is not remembered: a `git init` or clone may come any moment
+_REPOS: dict[Path, tuple[float, tuple[Git, str]]] = {}
 _REPO_SECONDS = 60.0
 
 
@@ -127,13 +125,11 @@ def _repo(store: Store) -> tuple[Git, str] | None:
         return cached[1]
     try:
         git, _ = open_repo(store.root)
-    except Exception:  # no git here, or the store is in no work tree: nobody else can have added anything
-        found = None
-    else:
-        git.config.append("core.quotePath=false")
-        found = (git, _me(git))
-    _REPOS[store.root] = (now, found)
-    return found
+    except Exception:  # no git here, or the store is in no work tree (yet: never remembered, it may become one)
+        return None
+    git.config.append("core.quotePath=false")
+    _REPOS[store.root] = (now, (git, _me(git)))
+    return _REPOS[store.root][1]
 
 
 def _folder(store: Store, git: Git) -> str:
