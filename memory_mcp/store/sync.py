@@ -445,9 +445,7 @@ def _commit_local(git: Git, paths: list[str], notes: list[str], extra: list[str]
             f"stopped sharing {p} (marked sync: local); other machines drop it at their next sync" for p in unshare
         ]
     staged = _name_status(git, ["diff", "--cached"], everything, env=env)
-    if not staged or (
-        not head and not any(p.removeprefix(prefix).split("/")[0] in CANON_NAMES for p in (c.path for c in staged))
-    ):
+    if not staged or (not head and not any(c.path.removeprefix(prefix).split("/")[0] in CANON_NAMES for c in staged)):
         return Changes()  # nothing, or a new machine with nothing of its own: it takes the remote's history as it is
     changes = _describe(git, staged, prefix, work_tree=True)
     title = f"memory-mcp sync from {socket.gethostname()}: {changes.summary()}"
@@ -469,8 +467,8 @@ class Change(NamedTuple):
 
     status: str
     path: str
-    old: str = ""
-    new: str = ""
+    old: str
+    new: str
 
 
 NO_BLOB = "0" * 40
@@ -485,16 +483,10 @@ def _name_status(
     out = git.run(*command, *raw, *revs, "--", *paths, env=env).stdout.split(b"\0")
     changes = []
     for i in range(0, len(out) - 1, 2):
-        if out[i]:
-            _modes, old, new, status = _raw(out[i])
-            changes.append(Change(status, out[i + 1].decode("utf-8"), old, new))
+        if out[i]:  # ':100644 100644 <old> <new> M', then the path
+            _src_mode, _dst_mode, old, new, status = out[i].decode().lstrip(":").split(" ")
+            changes.append(Change(status[:1], out[i + 1].decode("utf-8"), old, new))
     return changes
-
-
-def _raw(head: bytes) -> tuple[str, str, str, str]:
-    """':100644 100644 <old> <new> M' -> (modes, old, new, status)."""
-    src_mode, dst_mode, old, new, status = head.decode().lstrip(":").split(" ")
-    return f"{src_mode} {dst_mode}", old, new, status[:1]
 
 
 def _describe(git: Git, entries: list[Change], prefix: str, work_tree: bool) -> Changes:
@@ -503,8 +495,8 @@ def _describe(git: Git, entries: list[Change], prefix: str, work_tree: bool) -> 
     changes = Changes()
     mem = [c for c in entries if _is_memory_path(c.path, prefix)]
     changes.other = [c.path.removeprefix(prefix) for c in entries if not _is_memory_path(c.path, prefix)]
-    wanted = [c.old for c in mem if c.old and c.old != NO_BLOB]
-    wanted += [] if work_tree else [c.new for c in mem if c.new and c.new != NO_BLOB]
+    wanted = [c.old for c in mem if c.old != NO_BLOB]
+    wanted += [] if work_tree else [c.new for c in mem if c.new != NO_BLOB]
     blobs = git.blobs(list(dict.fromkeys(wanted)))
     for c in mem:
         before_data = blobs.get(c.old)
