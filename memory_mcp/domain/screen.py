@@ -30,6 +30,7 @@ from collections.abc import Iterator
 from dataclasses import dataclass
 from functools import lru_cache
 
+from .screen_model import addresses_agent
 from .text import fold, hangul_joined, skeleton
 from .visible import (
     FENCE,
@@ -103,21 +104,28 @@ class Verdict:
 _CLEAN = Verdict()
 
 
-def screen(texts: dict[str, str | None]) -> Verdict:
-    """Every finding in the texts given (field name → text), in field order.
+def screen(texts: dict[str, str | None], *, learned: bool = True) -> Verdict:
+    """Every finding in the texts given (field name → text), in field order; then, when the patterns found no
+    instruction or payload, the learnt reading of the texts joined (`screen_model`; `learned=False`: the patterns
+    alone, as the trainer measures them).
 
     Two passes: the memory's texts joined are first read once for what each kind of finding cannot do without
     (`possible_kinds`: a few searches in C); almost every memory holds none of it and is clean there. Only the kinds
     still possible are looked for, field by field, where positions are counted."""
     present = {name: text for name, text in texts.items() if text}
     kinds = possible_kinds(*present.values()) if present else ()
-    if not kinds:
-        return _CLEAN
     found: list[Finding] = []
-    for name, text in present.items():
+    for name, text in present.items() if kinds else ():
         found += screen_text(text, name, kinds)
-    found += _across_fields(present, kinds, {f.kind for f in found})
-    return Verdict(tuple(found))
+    if kinds:
+        found += _across_fields(present, kinds, {f.kind for f in found})
+    if learned and present and not any(f.kind in (INSTRUCTION, PAYLOAD) for f in found):
+        p = addresses_agent("\n".join(present.values()))
+        if p is not None:
+            found.append(
+                Finding(INSTRUCTION, "+".join(present), 1, f"reads as an order to the agent (learnt, {p:.2f})")
+            )
+    return Verdict(tuple(found)) if found else _CLEAN
 
 
 _SEAM = 200  # characters read on each side where one field ends and the next begins
@@ -166,6 +174,7 @@ def possible_kinds(*texts: str) -> tuple[str, ...]:
         or (len(text) >= 40 and ("\\x" in text or _LONG_RUN.search("".join(texts)) or _SPACED_PAIR.search(text)))
         or (text.count(",") >= 15 and _CHAR_CODES.search(text))
         or (not text.isascii() and _GLYPH_RUN.search(text))
+        or ("\\" in text and _ESCAPE_RUN.search(text))
     ):
         kinds.append(PAYLOAD)
     return tuple(kinds)
@@ -947,6 +956,10 @@ _DECODE_HINTS = (
     "ascii85",
     "fromcharcode",
     "__import__",
+    "rot13",
+    "rot-13",
+    "rot_13",
+    "n-za-m",
 )
 _DECODE_HINT = re.compile("|".join(re.escape(hint) for hint in _DECODE_HINTS))
 # what any run `encoded_payloads` decodes needs (with "\\x"): 40 base64 (or base32) characters or 24 hex digits in
@@ -1051,6 +1064,9 @@ def encoded_payloads(text: str, field: str = "body") -> list[Finding]:
             continue  # a link's query string: percent escapes are how URLs carry text
         found.append(Finding(PAYLOAD, field, m.start() + 1, f"{m.group().count('%')} percent-encoded characters"))
         return found
+    found += _decoded_and_read(text, low, field)
+    if found:
+        return found
     for m in _HEX_RUN.finditer(text) if _HEX_HINT.search(text) else ():
         digits = re.sub(r"\\x|0x|[\s,]", "", m.group())
         try:
@@ -1061,6 +1077,45 @@ def encoded_payloads(text: str, field: str = "body") -> list[Finding]:
             found.append(Finding(PAYLOAD, field, m.start() + 1, f"{len(data)} hex-encoded bytes that decode to text"))
             return found
     return found
+
+
+# escapes a string literal or `printf` turns into characters: octal `\155`, `\x6d`, `\u006d`, `\U0000006d`; 8+ in a row
+_ESCAPE_RUN = re.compile(r"(?:\\(?:[0-7]{3}|x[0-9a-fA-F]{2}|u[0-9a-fA-F]{4}|U[0-9a-fA-F]{8})){8,}")
+_ESCAPE = re.compile(r"\\(?:([0-7]{3})|x([0-9a-fA-F]{2})|u([0-9a-fA-F]{4})|U([0-9a-fA-F]{8}))")
+_A85_LITERAL = re.compile(r"(?:a85decode|b85decode|ascii85)[^\n]{0,40}?[rb]*(['\"]{1,3})(.{20,}?)\1", re.DOTALL)
+_ROT13 = str.maketrans(
+    "abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ", "nopqrstuvwxyzabcdefghijklmNOPQRSTUVWXYZABCDEFGHIJKLM"
+)
+
+
+def _decoded(text: str, low: str) -> Iterator[tuple[int, str, str]]:
+    """(position, how, decoded text) of each encoding the text carries that a shape alone would not tell: escape
+    runs, an Ascii85 literal handed to a decoder, the whole text read through ROT13 when it names ROT13."""
+    if "\\" in text:
+        for m in _ESCAPE_RUN.finditer(text):
+            chars = (chr(int(o, 8) if o else int(x or u or big, 16)) for o, x, u, big in _ESCAPE.findall(m.group()))
+            yield m.start(), "escaped characters", "".join(chars)
+    if "85" in low:
+        for m in _A85_LITERAL.finditer(text):
+            for decode in (base64.a85decode, base64.b85decode):
+                try:
+                    yield m.start(2), "Ascii85", decode(m.group(2).strip()).decode("utf-8")
+                    break
+                except (ValueError, UnicodeDecodeError):
+                    continue
+    if any(hint in low for hint in ("rot13", "rot-13", "rot_13", "n-za-m")):
+        yield 0, "ROT13", text.translate(_ROT13)
+
+
+def _decoded_and_read(text: str, low: str, field: str) -> list[Finding]:
+    """Decode and look: what an encoding hides is read by the other detectors (an instruction, a command that runs
+    fetched code or sends data away, markup that fetches); an escape run that spells 24+ characters of text is a
+    payload by its shape alone."""
+    for at, how, decoded in _decoded(text, low):
+        spelled = how == "escaped characters" and len(decoded) >= 24 and _printable_share(decoded.encode()) >= 0.95
+        if spelled or agent_instructions(decoded, field) or fetching_markup(decoded, field):
+            return [Finding(PAYLOAD, field, at + 1, f"{how} that decode to an instruction or a command")]
+    return []
 
 
 def _b64(run: str) -> bytes | None:

@@ -1,0 +1,75 @@
+"""The poisoning screen's learnt reading: how much a memory's words read like an order to the agent (kinds (c)
+and (d)), by a logistic model over its words, word pairs, word openings and Korean syllable pairs.
+
+The patterns of screen.py catch the phrasings they were written for and little else (docs/benchmarks.md, issue
+44: 100% of the files they were tuned on, 57% of the overrides of a set written apart). This model reads the same
+memory as a bag of features and weighs them with weights fitted on the development sets by
+`python bench/poisoning_train.py`, which writes `screen_weights.py` (the one declaration of the weights, the bias
+and the threshold; generated, never edited by hand) and prints the out-of-fold figures the threshold was chosen
+on. The screen quarantines a memory the patterns flag *or* this model puts at `THRESHOLD` or above.
+
+    p = 1 / (1 + exp(-(BIAS + Σ WEIGHTS[feature] for each feature present)))
+
+Features are read from the text as the patterns read it (`fold`ed, look-alike letters as Latin, hidden characters
+dropped), each counted once: `w:word`, `b:word word` (two in a row), `p:openi` (the first five letters of a word
+of six or more: "ejecuta", "ejecútalo" and "ejecutar" share one), `k:음절` (two Hangul syllables in a row inside a
+word: Korean glues particles and endings to its stems), and the same word with leetspeak read (`1gn0r4` →
+`ignora`). Pure and deterministic: no I/O, no randomness.
+"""
+
+from __future__ import annotations
+
+import math
+
+from .screen_weights import BIAS, THRESHOLD, WEIGHTS
+from .text import fold, skeleton, words
+from .visible import strip_invisible
+
+_LEET = str.maketrans("013457@$", "oieastas")
+_PREFIX = 5  # the letters of a long word's opening feature
+
+
+def view(text: str) -> str:
+    """The text as the model reads it (and as the patterns do): folded, look-alike letters as Latin, hidden
+    characters dropped, code marks and emphasis as spaces."""
+    folded = fold(skeleton(strip_invisible(text)))
+    return folded.replace("`", " ").replace("*", "").replace("_", " ").replace("\u2019", "'")
+
+
+def features(text: str) -> set[str]:
+    """Every feature of the text, once each (see the module's docstring)."""
+    seen = words(view(text))
+    out: set[str] = set()
+    previous = ""
+    for word in seen:
+        if word.isdigit():
+            previous = ""
+            continue
+        if word.isascii() and not word.isalpha() and any(c.isdigit() for c in word):
+            word = word.translate(_LEET)  # leetspeak: "1gn0r4" read as "ignora"
+        out.add("w:" + word)
+        if previous:
+            out.add(f"b:{previous} {word}")
+        previous = word
+        if len(word) > _PREFIX and word.isascii():
+            out.add("p:" + word[:_PREFIX])
+        elif not word.isascii() and any("\uac00" <= c <= "\ud7a3" for c in word):
+            out.update("k:" + word[i : i + 2] for i in range(len(word) - 1))
+    return out
+
+
+def score(feats: set[str], weights: dict[str, float], bias: float) -> float:
+    """The probability the weights give to a set of features (the trainer scores its folds with this too)."""
+    z = bias + sum(weights.get(f, 0.0) for f in feats)
+    return 1.0 / (1.0 + math.exp(-z)) if z > -700 else 0.0
+
+
+def probability(text: str) -> float:
+    """How much the text reads like an order to the agent, by the shipped weights."""
+    return score(features(text), WEIGHTS, BIAS)
+
+
+def addresses_agent(text: str) -> float | None:
+    """The probability when it is at the shipped threshold or above (the memory goes to quarantine), else None."""
+    p = probability(text)
+    return p if p >= THRESHOLD else None
