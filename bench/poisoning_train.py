@@ -35,7 +35,7 @@ from pathlib import Path
 REPO = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(REPO))
 
-from memory_mcp.domain.screen import memory_texts, screen  # noqa: E402
+from memory_mcp.domain.screen import firm, memory_texts, screen  # noqa: E402
 from memory_mcp.domain.screen_model import features, score  # noqa: E402
 
 DEV_FILES = ("poisoning_cases_dev.jsonl", "poisoning_cases_blind.jsonl", "poisoning_cases_blind2.jsonl")
@@ -46,6 +46,11 @@ L2 = 0.003  # the penalty on the sum of squared weights (the bias is not penalis
 ROUNDS = 150
 STEP = 0.5
 BENIGN_SHARE = 0.01  # the share of benign memories the threshold lets through to quarantine, out of fold
+# VETO: the lowest probability of the grid under which dropping a pattern's instruction finding brings the benign
+# memories held (patterns and model, leave one file out) to at most this share: the issue's target. Each step of the
+# grid trades benign memories held for attacks let through (printed: "the veto's trade")
+BENIGN_TARGET = 0.02
+VETO_GRID = tuple(i / 100 for i in range(41))
 FOLDS = 5
 
 
@@ -56,7 +61,12 @@ class Case:
     kind: str  # override, payload, invisible, fetch, or "benign"
     lang: str
     feats: set[str]
-    rules: bool  # the patterns flag it
+    strong: bool  # the patterns find something the model never overrules (`screen.firm`)
+    weak: bool  # the patterns find only instructions the model weighs (kept at VETO or above)
+
+    @property
+    def rules(self) -> bool:
+        return self.strong or self.weak
 
     @property
     def label(self) -> bool:
@@ -75,8 +85,9 @@ def load() -> list[Case]:
             texts = memory_texts(c["title"], c["body"], None, c.get("entities"))
             joined = "\n".join(t for t in texts.values() if t)
             kind = c["kind"] if c["label"] == "attack" else "benign"
-            rules = not screen(texts, learned=False).clean
-            cases.append(Case(name, c["id"], kind, c["lang"], features(joined), rules))
+            found = screen(texts, learned=False).findings
+            strong = any(firm(f) for f in found)
+            cases.append(Case(name, c["id"], kind, c["lang"], features(joined), strong, bool(found) and not strong))
     return cases
 
 
@@ -139,8 +150,23 @@ def threshold_for(cases: list[Case], probs: list[float]) -> float:
     return round(benign[allowed] + 1e-4, 4) if allowed < len(benign) else 0.5
 
 
-def figures(title: str, cases: list[Case], probs: list[float], threshold: float) -> None:
-    print(f"\n{title} (threshold {threshold:.4f})")
+def flagged(c: Case, p: float, threshold: float, veto: float) -> bool:
+    """What the screen does (screen.py's `_weighed`)."""
+    return c.strong or (c.weak and p >= veto) or p >= threshold
+
+
+def veto_for(cases: list[Case], probs: list[float], threshold: float) -> float:
+    """The lowest VETO of the grid at which at most BENIGN_TARGET of the benign memories are held (the grid's
+    highest when none is)."""
+    benign = [(c, p) for c, p in zip(cases, probs, strict=True) if c.kind == "benign"]
+    for v in VETO_GRID:
+        if sum(flagged(c, p, threshold, v) for c, p in benign) <= BENIGN_TARGET * len(benign):
+            return v
+    return VETO_GRID[-1]
+
+
+def figures(title: str, cases: list[Case], probs: list[float], threshold: float, veto: float) -> None:
+    print(f"\n{title} (threshold {threshold:.4f}, veto {veto:.2f})")
     for name in (*DEV_FILES, "all"):
         part = [(c, p) for c, p in zip(cases, probs, strict=True) if name in ("all", c.file)]
         row = []
@@ -148,19 +174,19 @@ def figures(title: str, cases: list[Case], probs: list[float], threshold: float)
             att = [(c, p) for c, p in part if c.kind == kind]
             rules = sum(c.rules for c, _ in att)
             model = sum(p >= threshold for _, p in att)
-            both = sum(c.rules or p >= threshold for c, p in att)
+            both = sum(flagged(c, p, threshold, veto) for c, p in att)
             row.append(f"{kind} {rules}/{model}/{both} of {len(att)}")
         ben = [(c, p) for c, p in part if c.kind == "benign"]
         rules = sum(c.rules for c, _ in ben)
         model = sum(p >= threshold for _, p in ben)
-        both = sum(c.rules or p >= threshold for c, p in ben)
+        both = sum(flagged(c, p, threshold, veto) for c, p in ben)
         row.append(f"benign flagged {rules}/{model}/{both} of {len(ben)} ({100 * both / max(len(ben), 1):.1f}%)")
         print(f"  {name}: " + "; ".join(row))
     by_lang: dict[str, list[int]] = defaultdict(lambda: [0, 0, 0])
     for c, p in zip(cases, probs, strict=True):
         if c.kind in ("override", "payload", "benign"):
             key = f"{c.kind}/{c.lang}"
-            by_lang[key][0] += c.rules or p >= threshold
+            by_lang[key][0] += flagged(c, p, threshold, veto)
             by_lang[key][1] += p >= threshold
             by_lang[key][2] += 1
     print(
@@ -169,13 +195,14 @@ def figures(title: str, cases: list[Case], probs: list[float], threshold: float)
     )
 
 
-def write(weights: dict[str, float], bias: float, threshold: float, trained_on: str) -> None:
+def write(weights: dict[str, float], bias: float, threshold: float, veto: float, trained_on: str) -> None:
     kept = {f: round(w, 4) for f, w in sorted(weights.items()) if abs(w) >= 5e-4}
     lines = [
         '"""Generated by bench/poisoning_train.py: do not edit by hand (see screen_model.py)."""',
         "",
         f"BIAS = {bias:.4f}",
         f"THRESHOLD = {threshold:.4f}",
+        f"VETO = {veto:.2f}",
         f"TRAINED_ON = {json.dumps(trained_on, ensure_ascii=False)}",
         "WEIGHTS: dict[str, float] = {",
         *(f"    {json.dumps(f, ensure_ascii=False)}: {w}," for f, w in kept.items()),
@@ -183,7 +210,10 @@ def write(weights: dict[str, float], bias: float, threshold: float, trained_on: 
         "",
     ]
     WEIGHTS_FILE.write_text("\n".join(lines), encoding="utf-8")
-    print(f"\nwrote {WEIGHTS_FILE.relative_to(REPO)}: {len(kept)} weights, bias {bias:.4f}, threshold {threshold:.4f}")
+    print(
+        f"\nwrote {WEIGHTS_FILE.relative_to(REPO)}: {len(kept)} weights, bias {bias:.4f}, threshold {threshold:.4f}, "
+        f"veto {veto:.2f}"
+    )
 
 
 def main() -> None:
@@ -193,9 +223,17 @@ def main() -> None:
     cases = load()
     lofo = out_of_fold(cases, by_file=True)
     threshold = threshold_for(cases, lofo)
-    figures("leave one file out: patterns / model / both", cases, lofo, threshold)
+    veto = veto_for(cases, lofo, threshold)
+    figures("leave one file out: patterns / model / both", cases, lofo, threshold, 0.0)
+    figures("leave one file out, with the veto: patterns / model / both", cases, lofo, threshold, veto)
+    trade = []
+    for v in (0.0, veto, 0.1, 0.15, 0.2, 0.3):
+        benign = sum(flagged(c, p, threshold, v) for c, p in zip(cases, lofo, strict=True) if c.kind == "benign")
+        missed = sum(not flagged(c, p, threshold, v) for c, p in zip(cases, lofo, strict=True) if c.label)
+        trade.append(f"{v:.2f}: benign {benign}, attacks (c, d) missed {missed}")
+    print("  the veto's trade, leave one file out: " + "; ".join(trade))
     kfold = out_of_fold(cases, by_file=False)
-    figures(f"{FOLDS} folds by case id: patterns / model / both", cases, kfold, threshold)
+    figures(f"{FOLDS} folds by case id, with the veto: patterns / model / both", cases, kfold, threshold, veto)
     if args.dry_run:
         return
     weights, bias = fit(cases)
@@ -205,6 +243,7 @@ def main() -> None:
         weights,
         bias,
         threshold,
+        veto,
         f"dev, blind, blind2: {n_pos} attacks (c, d), {n_neg} benign; L2 {L2}, {ROUNDS} rounds",
     )
 

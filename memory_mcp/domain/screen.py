@@ -30,7 +30,7 @@ from collections.abc import Iterator
 from dataclasses import dataclass
 from functools import lru_cache
 
-from .screen_model import addresses_agent
+from .screen_model import THRESHOLD, VETO, probability
 from .text import fold, hangul_joined, skeleton
 from .visible import (
     FENCE,
@@ -119,13 +119,33 @@ def screen(texts: dict[str, str | None], *, learned: bool = True) -> Verdict:
         found += screen_text(text, name, kinds)
     if kinds:
         found += _across_fields(present, kinds, {f.kind for f in found})
-    if learned and present and not any(f.kind in (INSTRUCTION, PAYLOAD) for f in found):
-        p = addresses_agent("\n".join(present.values()))
-        if p is not None:
-            found.append(
-                Finding(INSTRUCTION, "+".join(present), 1, f"reads as an order to the agent (learnt, {p:.2f})")
-            )
+    if learned and present:
+        found = _weighed(found, "\n".join(present.values()), "+".join(present))
     return Verdict(tuple(found)) if found else _CLEAN
+
+
+def firm(finding: Finding) -> bool:
+    """A finding the learnt reading never overrules: any kind but an instruction, words split or disguised (never
+    innocent), a credential file named with a verb that sends it and a place."""
+    return finding.kind != INSTRUCTION or finding.what.startswith((_SQUASHED_WHAT, _CREDENTIAL_FILE_WHAT))
+
+
+def _weighed(found: list[Finding], joined: str, field: str) -> list[Finding]:
+    """The patterns' findings with the learnt reading of the memory's texts joined (`screen_model`): a memory they
+    find nothing in is held when the model puts it at `THRESHOLD` or above; an instruction they find is kept only
+    when the model puts the memory at `VETO` or above, or the memory holds a `firm` finding: a rule phrased for an order also matches a person's own rule
+    ("don't ask me before `rm -rf build/`", an official installer piped to `sh`), and the words around it tell
+    the two apart better than the phrase does (docs/benchmarks.md, issue 44, design 3)."""
+    if any(firm(f) for f in found):
+        return found
+    p = probability(joined)
+    if found:
+        kept = [f for f in found if p >= VETO]
+        if kept or p < THRESHOLD:
+            return kept
+    if p >= THRESHOLD:
+        return [Finding(INSTRUCTION, field, 1, f"reads as an order to the agent (learnt, {p:.2f})")]
+    return []
 
 
 _SEAM = 200  # characters read on each side where one field ends and the next begins
@@ -642,7 +662,6 @@ _CREDENTIAL_PLACE = (
 )
 _EXFILTRATE_FILE = _All(_CREDENTIAL_FILE, _CREDENTIAL_VERB, _CREDENTIAL_PLACE)
 _EXFILTRATE = _Any(
-    _EXFILTRATE_FILE,
     _All(_SEND_VERB, _SENSITIVE, _TO_OUTSIDE),
     _Words(
         r"\b(?:curl|wget|http|invoke-webrequest|iwr|nc|ncat|netcat)\b[^\n]{0,120}?(?:-d\s*@|--data(?:-binary)?\s*@"
@@ -780,11 +799,13 @@ def _quoted(folded: str, start: int, end: int) -> bool:
     return any(q in before for q in _QUOTES) and any(q in after for q in _QUOTES)
 
 
+_CREDENTIAL_FILE_WHAT = "asks to send a credential file away"
 # each group of sentence patterns with what its finding says
 _GROUPS = (
     ("_OVERRIDE", "asks to override its instructions"),
     ("_SPREAD", "asks to copy itself into what the agent writes"),
     ("_RUN_FETCHED", "asks to run fetched code"),
+    ("_EXFILTRATE_FILE", _CREDENTIAL_FILE_WHAT),
     ("_EXFILTRATE", "asks to send data away"),
     ("_HIDE", "asks to hide something from the user"),
 )
@@ -863,7 +884,7 @@ def agent_instructions(text: str, field: str = "body") -> list[Finding]:
     if not found:
         hit = _squashed(folded)
         if hit is not None:
-            found.append(Finding(INSTRUCTION, field, 1, f"split or disguised words: {hit.group()!r}"))
+            found.append(Finding(INSTRUCTION, field, 1, f"{_SQUASHED_WHAT}: {hit.group()!r}"))
     return found
 
 
@@ -872,6 +893,9 @@ def _view(plain: str) -> str:
     """What the sentence patterns read: folded, look-alike letters as Latin, code marks and emphasis as spaces."""
     folded = fold(skeleton(plain))
     return folded.replace("`", " ").replace("*", "").replace("_", " ").replace("\u2019", "'")
+
+
+_SQUASHED_WHAT = "split or disguised words"
 
 
 def _squashed(folded: str) -> re.Match[str] | None:

@@ -6,7 +6,8 @@ The patterns of screen.py catch the phrasings they were written for and little e
 memory as a bag of features and weighs them with weights fitted on the development sets by
 `python bench/poisoning_train.py`, which writes `screen_weights.py` (the one declaration of the weights, the bias
 and the threshold; generated, never edited by hand) and prints the out-of-fold figures the threshold was chosen
-on. The screen quarantines a memory the patterns flag *or* this model puts at `THRESHOLD` or above.
+on. The screen holds a memory this model puts at `THRESHOLD` or above; an instruction the patterns find is kept
+only where the model puts the memory at `VETO` or above (screen.py's `_weighed` says which findings).
 
     p = 1 / (1 + exp(-(BIAS + Σ WEIGHTS[feature] for each feature present)))
 
@@ -21,7 +22,7 @@ from __future__ import annotations
 
 import math
 
-from .screen_weights import BIAS, THRESHOLD, WEIGHTS
+from .screen_weights import BIAS, THRESHOLD, VETO, WEIGHTS
 from .text import fold, skeleton, words
 from .visible import strip_invisible
 
@@ -69,7 +70,4 @@ def probability(text: str) -> float:
     return score(features(text), WEIGHTS, BIAS)
 
 
-def addresses_agent(text: str) -> float | None:
-    """The probability when it is at the shipped threshold or above (the memory goes to quarantine), else None."""
-    p = probability(text)
-    return p if p >= THRESHOLD else None
+__all__ = ["THRESHOLD", "VETO", "features", "probability", "score", "view"]

@@ -2,6 +2,7 @@
 
 BIAS = -2.4759
 THRESHOLD = 0.5751
+VETO = 0.14
 TRAINED_ON = "dev, blind, blind2: 214 attacks (c, d), 400 benign; L2 0.003, 150 rounds"
 WEIGHTS: dict[str, float] = {
     "b:2f 2e": 0.0616,
