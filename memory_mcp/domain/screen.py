@@ -125,9 +125,12 @@ def screen(texts: dict[str, str | None], *, learned: bool = True) -> Verdict:
 
 
 def firm(finding: Finding) -> bool:
-    """A finding the learnt reading never overrules: any kind but an instruction, words split or disguised (never
-    innocent), a credential file named with a verb that sends it and a place."""
-    return finding.kind != INSTRUCTION or finding.what.startswith((_SQUASHED_WHAT, _CREDENTIAL_FILE_WHAT))
+    """A finding the learnt reading never overrules: any kind but an instruction, an order to override its
+    instructions, words split or disguised (never innocent), a credential file named with a verb that sends it and
+    a place."""
+    return finding.kind != INSTRUCTION or finding.what.startswith(
+        (_SQUASHED_WHAT, _CREDENTIAL_FILE_WHAT, _OVERRIDE_WHAT)
+    )
 
 
 def _weighed(found: list[Finding], joined: str, field: str) -> list[Finding]:
@@ -532,7 +535,7 @@ _OVERRIDE = _Words(
     r"|don'?t follow|stop following|no longer follow)\b(?:[^.!?\n]|[.!?](?=\S)){0,40}?\b(?:previous|prior|above|earlier|preceding"
     r"|original|initial|system|safety|security|all|any|your|existing|current|developer|operator|the user'?s?)\b"
     r"(?:[^.!?\n]|[.!?](?=\S)){0,30}?\b(?:instructions?|rules?|prompts?|guidelines?|directives?|directions|guardrails?|polic(?:y|ies)"
-    r"|constraints|restrictions|safeguards|programming|orders|commands|messages|context|requests?)\b",
+    r"|constraints|restrictions|safeguards|programming|orders|commands|messages|context|requests?|guidance|advice)\b",
     r"\boverrid(?:e|es|ing)\s+(?:any|all|the|your)?\s*(?:conflicting\s+|other\s+)?(?:system\s+|safety\s+)?"
     r"(?:rules|instructions|prompts?|policies|guidelines)\b",
     r"\b(?:are|as) (?:instructions|commands|orders) (?:from the user )?(?:and |that )?(?:must|should|shall) be "
@@ -588,6 +591,15 @@ _SPREAD = _Words(  # searched where the text says "memor..." at all (rare): its 
     + r"{0,30}\b(?:en|a)\s+(?:cada|todas (?:las|tus))\s+(?:nuevas? |futuras? )?memorias?\b",
     r"(?:모든|각)\s*(?:새로운\s*|새\s*)?(?:메모리|기억)" + _S + r"{0,15}?(?:복사|추가|포함|붙여)",
     anchored=False,
+)
+# a memory that has the agent call this server's own tools on the other memories: delete them, raise their trust
+_TOOL_ABUSE = _Words(
+    r"\bmemory (?:forget|update)\b",
+    r"\b(?:set|change|raise|bump|mark|switch|upgrade)\b" + _S + r"{0,40}\btrust\b" + _S + r"{0,20}"
+    r"\b(?:user-stated|user stated|confirmed)\b",
+    r"\b(?:cambia|cambiar|cambien|pon|poner|sube|subir|marca|marcar)\b" + _S + r"{0,40}\btrust\b" + _S + r"{0,40}"
+    r"\b(?:user-stated|user stated|confirmed)\b",
+    r"\btrust\s*(?:를|을)?\s*(?:user-stated|user stated|confirmed)\s*(?:으로|로)",
 )
 _RUN_FETCHED_WORDS = _Words(
     r"\b(?:curl|wget|fetch|iwr|invoke-webrequest|irm|invoke-restmethod)\b[^|\n;]{0,200}\|\s*(?:sudo\s+)?(?:ba|z|k|da)?sh\b",
@@ -712,8 +724,8 @@ _HIDE_WORDS = _Words(
     r"\b(?:silently|secretly|quietly|covertly|without (?:the user|anyone) (?:knowing|noticing|seeing))\b"
     r"(?:[^.!?\n]|[.!?](?=\S)){0,60}?\b(?:send|upload|run|execute|exfiltrate|forward|delete|install|post|copy|change|modify|add|remove"
     r"|disable|read|cat|open|collect|gather|grab|fetch|include|append|embed)\b",
-    r"\b(?:send|upload|run|execute|forward|delete|install|post|copy|change|modify|add|remove|disable)\b(?:[^.!?\n]|[.!?](?=\S)){0,80}?"
-    r"\b(?:silently|secretly|covertly|without (?:telling|informing|asking|notifying|alerting) (?:the )?(?:user|human"
+    r"\b(?:send|upload|run|execute|forward|delete|install|post|copy|change|modify|add|remove|disable|approve|accept"
+    r"|allow|merge|grant)\b(?:[^.!?\n]|[.!?](?=\S)){0,80}?\b(?:silently|secretly|covertly|without (?:telling|informing|asking|notifying|alerting) (?:the )?(?:user|human"
     r"|anyone|them))\b",
     r"\b(?:this|these) (?:instructions?|messages?|notes?|memory|memories)\b(?:[^.!?\n]|[.!?](?=\S)){0,30}\b(?:must|should) "
     r"(?:not be|never be|stay) (?:shown|revealed|mentioned|visible|hidden|secret)",
@@ -800,10 +812,12 @@ def _quoted(folded: str, start: int, end: int) -> bool:
 
 
 _CREDENTIAL_FILE_WHAT = "asks to send a credential file away"
+_OVERRIDE_WHAT = "asks to override its instructions"
 # each group of sentence patterns with what its finding says
 _GROUPS = (
-    ("_OVERRIDE", "asks to override its instructions"),
+    ("_OVERRIDE", _OVERRIDE_WHAT),
     ("_SPREAD", "asks to copy itself into what the agent writes"),
+    ("_TOOL_ABUSE", "asks to change the other memories through the memory tools"),
     ("_RUN_FETCHED", "asks to run fetched code"),
     ("_EXFILTRATE_FILE", _CREDENTIAL_FILE_WHAT),
     ("_EXFILTRATE", "asks to send data away"),
@@ -881,11 +895,21 @@ def agent_instructions(text: str, field: str = "body") -> list[Finding]:
         joined = hangul_joined(skeleton(plain))
         if joined != folded:
             found += _sentences(joined, plain, field)
+    if not found and _hyphen_split(folded):
+        found += _sentences(_WORD_HYPHEN.sub("", folded), plain, field)
     if not found:
         hit = _squashed(folded)
         if hit is not None:
             found.append(Finding(INSTRUCTION, field, 1, f"{_SQUASHED_WHAT}: {hit.group()!r}"))
     return found
+
+
+_WORD_HYPHEN = re.compile(r"(?<=[a-z])-(?=[a-z])")
+_HYPHEN_SPLITS = 3  # words split by hyphens ("dis-regard the safe-ty rules"): read again with them joined
+
+
+def _hyphen_split(view: str) -> bool:
+    return view.count("-") >= _HYPHEN_SPLITS and len(_WORD_HYPHEN.findall(view)) >= _HYPHEN_SPLITS
 
 
 @lru_cache(maxsize=64)
@@ -932,6 +956,10 @@ def _may_address(texts: tuple[str, ...]) -> bool:
         return True  # (Korean patterns are read whenever Hangul is there: the view spelled apart joined too)
     if not view.isascii() and _HANGUL_LETTER.search(view):
         return True  # the Korean view spelled apart joined (`hangul_joined`) is read too
+    if _hyphen_split(view):
+        joined = _WORD_HYPHEN.sub("", view)
+        if _FIRST_OPENING.search(joined) or any(_holds(joined, n) and rx.search(joined) for rx, n in _FIRST_SEARCHED):
+            return True  # the view with hyphen-split words joined is read too
     return _squashed(view) is not None
 
 

@@ -14,13 +14,14 @@ only where the model puts the memory at `VETO` or above (screen.py's `_weighed` 
 Features are read from the text as the patterns read it (`fold`ed, look-alike letters as Latin, hidden characters
 dropped), each counted once: `w:word`, `b:word word` (two in a row), `p:openi` (the first five letters of a word
 of six or more: "ejecuta", "ejecútalo" and "ejecutar" share one), `k:음절` (two Hangul syllables in a row inside a
-word: Korean glues particles and endings to its stems), and the same word with leetspeak read (`1gn0r4` →
-`ignora`). Pure and deterministic: no I/O, no randomness.
+word: Korean glues particles and endings to its stems), the same word with leetspeak read (`1gn0r4` →
+`ignora`), and a word split by hyphens read whole (`dis-re-gard` → `w:disregard`). Pure and deterministic: no I/O, no randomness.
 """
 
 from __future__ import annotations
 
 import math
+import re
 
 from .screen_weights import BIAS, THRESHOLD, VETO, WEIGHTS
 from .text import fold, skeleton, words
@@ -28,6 +29,7 @@ from .visible import strip_invisible
 
 _LEET = str.maketrans("013457@$", "oieastas")
 _PREFIX = 5  # the letters of a long word's opening feature
+_HYPHENATED = re.compile(r"[^\W\d_]+(?:-[^\W\d_]+)+")
 
 
 def view(text: str) -> str:
@@ -39,8 +41,11 @@ def view(text: str) -> str:
 
 def features(text: str) -> set[str]:
     """Every feature of the text, once each (see the module's docstring)."""
-    seen = words(view(text))
+    read = view(text)
+    seen = words(read)
     out: set[str] = set()
+    if "-" in read:  # a word split by hyphens ("dis-re-gard") is also read whole
+        out.update("w:" + m.group().replace("-", "") for m in _HYPHENATED.finditer(read))
     previous = ""
     for word in seen:
         if word.isdigit():
