@@ -40,28 +40,33 @@ def view(text: str) -> str:
 
 
 def features(text: str) -> set[str]:
-    """Every feature of the text, once each (see the module's docstring)."""
+    """Every feature of the text, once each (see the module's docstring). Each distinct word and pair is spelled
+    once: a 2 KB memory repeats most of its words."""
     read = view(text)
-    seen = words(read)
+    tokens = [_read_word(w) for w in words(read)]
     out: set[str] = set()
     if "-" in read:  # a word split by hyphens ("dis-re-gard") is also read whole
         out.update("w:" + m.group().replace("-", "") for m in _HYPHENATED.finditer(read))
-    previous = ""
-    for word in seen:
-        if word.isdigit():
-            previous = ""
+    for word in set(tokens):
+        if not word:
             continue
-        if word.isascii() and not word.isalpha() and any(c.isdigit() for c in word):
-            word = word.translate(_LEET)  # leetspeak: "1gn0r4" read as "ignora"
         out.add("w:" + word)
-        if previous:
-            out.add(f"b:{previous} {word}")
-        previous = word
-        if len(word) > _PREFIX and word.isascii():
-            out.add("p:" + word[:_PREFIX])
-        elif not word.isascii() and any("\uac00" <= c <= "\ud7a3" for c in word):
+        if word.isascii():
+            if len(word) > _PREFIX:
+                out.add("p:" + word[:_PREFIX])
+        elif any("\uac00" <= c <= "\ud7a3" for c in word):
             out.update("k:" + word[i : i + 2] for i in range(len(word) - 1))
+    out.update(f"b:{a} {b}" for a, b in set(zip(tokens, tokens[1:])) if a and b)
     return out
+
+
+def _read_word(word: str) -> str:
+    """The word as a feature: a number is none (it also breaks a pair), leetspeak is read ("1gn0r4" → "ignora")."""
+    if word.isdigit():
+        return ""
+    if word.isascii() and not word.isalpha() and any(c.isdigit() for c in word):
+        return word.translate(_LEET)
+    return word
 
 
 def score(feats: set[str], weights: dict[str, float], bias: float) -> float:
