@@ -56,7 +56,7 @@ def features(text: str) -> set[str]:
                 out.add("p:" + word[:_PREFIX])
         elif any("\uac00" <= c <= "\ud7a3" for c in word):
             out.update("k:" + word[i : i + 2] for i in range(len(word) - 1))
-    out.update(f"b:{a} {b}" for a, b in set(zip(tokens, tokens[1:])) if a and b)
+    out.update(f"b:{a} {b}" for a, b in set(zip(tokens, tokens[1:], strict=False)) if a and b)
     return out
 
 
