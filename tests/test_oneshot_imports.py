@@ -21,6 +21,8 @@ NOT_LOADED = (
     "yaml",
     "mcp",
     "filelock",
+    "inotify_simple",  # the change watch: opened only by a process that makes more than one call
+    "ctypes",
     "memory_mcp.domain.screen",
     "memory_mcp.domain.models",
     "memory_mcp.importers.run",
