@@ -7,6 +7,7 @@ the `npm` marker (`pytest -m 'not npm'` leaves them out)."""
 
 from __future__ import annotations
 
+import fcntl
 import os
 import shutil
 import subprocess
@@ -37,6 +38,15 @@ def npm_package(package: tuple[str, str], binary: str) -> Path:
     if shutil.which("npm") is None or shutil.which("node") is None:
         pytest.skip(f"{name}: npm and node are not installed")
     prefix.mkdir(parents=True, exist_ok=True)
+    # the suite runs on several workers (pytest-xdist): one installs, the others wait and reuse its install
+    with (prefix.parent / f"{prefix.name}.lock").open("a") as lock:
+        fcntl.flock(lock, fcntl.LOCK_EX)
+        if found.exists():
+            return found
+        return _install(name, version, prefix, found)
+
+
+def _install(name: str, version: str, prefix: Path, found: Path) -> Path:
     try:
         done = subprocess.run(
             ["npm", "install", "--prefix", str(prefix), "--no-audit", "--no-fund", "--silent", f"{name}@{version}"],
