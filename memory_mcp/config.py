@@ -14,7 +14,6 @@ validates values against that row, and its errors are put in this module's words
 
 from __future__ import annotations
 
-import difflib
 import math
 import os
 import re
@@ -446,6 +445,8 @@ def _leaves(path: Path, project_root: Path) -> str | None:
 
 
 def _suggest(key: str, known: Any) -> str:
+    import difflib  # only to word a mistyped key
+
     close = difflib.get_close_matches(key, list(known), n=1, cutoff=0.6)
     return f"; did you mean {close[0]}?" if close else ""
 
@@ -649,6 +650,8 @@ def _env_layer(env: Mapping[str, str]) -> list[tuple[str, Any, str]]:
             continue
         key = _BY_ENV.get(upper.replace("-", "_"))
         if key is None:
+            import difflib  # only to word a mistyped variable
+
             close = difflib.get_close_matches(upper, list(_BY_ENV) + list(ENV_ALIASES), n=1, cutoff=0.6)
             hint = ""
             if close:

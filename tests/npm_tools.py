@@ -9,6 +9,7 @@ pinged first and npm's own fetches are given a timeout. Tests that use these car
 
 from __future__ import annotations
 
+import fcntl
 import os
 import shutil
 import subprocess
@@ -53,6 +54,15 @@ def npm_package(package: tuple[str, str], binary: str) -> Path:
     if ping.returncode != 0:
         pytest.skip(f"{name}@{version}: the npm registry is unreachable (npm ping): {ping.stderr.strip()[-300:]}")
     prefix.mkdir(parents=True, exist_ok=True)
+    # the suite runs on several workers (pytest-xdist): one installs, the others wait and reuse its install
+    with (prefix.parent / f"{prefix.name}.lock").open("a") as lock:
+        fcntl.flock(lock, fcntl.LOCK_EX)
+        if found.exists():
+            return found
+        return _install(name, version, prefix, found)
+
+
+def _install(name: str, version: str, prefix: Path, found: Path) -> Path:
     try:
         done = subprocess.run(
             [

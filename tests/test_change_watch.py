@@ -7,14 +7,17 @@ simply scans as before (the rest of the suite covers that path).
 
 from __future__ import annotations
 
+import json
 import os
+import subprocess
+import sys
 from pathlib import Path
 
 import pytest
 
 from memory_mcp.store.watch import CanonWatch, filesystem_type
 
-from .helpers import Tools, hand_memory, reconcile_of, settle, stdio_tools, tamper, write_file
+from .helpers import Tools, hand_memory, reconcile_of, server_env, settle, stdio_tools, tamper, write_file
 
 pytestmark = pytest.mark.anyio
 
@@ -147,6 +150,19 @@ def test_filesystems_that_may_miss_changes_turn_the_watch_off(tmp_path: Path) ->
     assert not watch.active and watch.why_off is not None and "proc" in watch.why_off
     assert watch.poll() is None  # unknown: every call scans
     watch.close()
+
+
+async def test_a_one_shot_status_reports_the_watch_a_server_keeps(tools: Tools, store: Path) -> None:
+    """A one-shot CLI call opens no watch (no later call of it could use one) and so scans every file, like a
+    server's first call; its status still says what a server of this store keeps."""
+    served = (await tools.status())["index"]["change_watch"]
+    out = subprocess.run(
+        [sys.executable, "-m", "memory_mcp", "--store", str(store), "status", "--json"],
+        capture_output=True, text=True, env=server_env(store), timeout=120, check=True,
+    )  # fmt: skip
+    index = json.loads(out.stdout)["index"]
+    assert index["change_watch"] == served
+    assert index["last_reconcile"]["scan"] == "full"
 
 
 def test_the_setting_turns_the_watch_off_and_every_call_scans(tmp_path: Path) -> None:

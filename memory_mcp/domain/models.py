@@ -16,10 +16,14 @@ from pydantic import BaseModel, ConfigDict, Field
 
 from .answers import (
     CollapsedResult,
+    CompactionCandidate,
     ConflictSummary,
     ContextAnswer,
     DocumentsReport,
+    DuplicatePair,
+    ExpiredMemory,
     HandoffInfo,
+    IndexFreshness,
     IndexReport,
     OpenConflict,
     RecallAnswer,
@@ -30,6 +34,7 @@ from .answers import (
     ScoreComponents,
     SkippedDocument,
     SourceStatus,
+    StatusAnswer,
     Unparseable,
 )
 from .memory import ConflictRecord, Memory, first_paragraph
@@ -52,10 +57,14 @@ __all__ = [
     "Trust",
     "first_paragraph",
     "CollapsedResult",
+    "CompactionCandidate",
     "ConflictSummary",
     "ContextAnswer",
     "DocumentsReport",
+    "DuplicatePair",
+    "ExpiredMemory",
     "HandoffInfo",
+    "IndexFreshness",
     "IndexReport",
     "OpenConflict",
     "RecallAnswer",
@@ -66,6 +75,7 @@ __all__ = [
     "ScoreComponents",
     "SkippedDocument",
     "SourceStatus",
+    "StatusAnswer",
     "Unparseable",
 ]
 
@@ -310,71 +320,6 @@ class ForgetAnswer(Answer):
     state: str | None
     message: str
     index: IndexReport
-
-
-class CompactionCandidate(Answer):
-    entity: str
-    ids: list[str]
-    titles: list[str]
-    oldest: str
-    newest: str
-    suggestion: str
-
-
-class ExpiredMemory(Answer):
-    """An active memory past its `valid_until`: not served by default; review, archive or extend it."""
-
-    id: str
-    title: str
-    path: str
-    valid_until: str
-
-
-class IndexFreshness(Answer):
-    path: str
-    size_bytes: int
-    schema_version: int
-    built_at: str
-    last_reconcile: ReconcileReport
-    change_watch: str = Field(
-        default="off", description="'on (inotify)' when unchanged calls skip the scan, else 'off: <why>'."
-    )
-    not_restored_by_rebuild: list[str]
-
-
-class DuplicatePair(Answer):
-    """Two memories saying the same normalised text (e.g. remembered on two machines before a sync); recall
-    serves the pair once."""
-
-    kept_id: str
-    duplicate_id: str
-    title: str
-
-
-class StatusAnswer(Answer):
-    scope: str = "global"
-    scopes: list[str] = Field(default_factory=list, description="Scopes this server serves.")
-    sources: list[SourceStatus] = Field(default_factory=list, description="Indexed document sources.")
-    store: str
-    root: str
-    total: int
-    by_state: dict[str, int]
-    by_type: dict[str, int]
-    by_trust: dict[str, int]
-    by_origin: dict[str, int] = Field(default_factory=dict, description="Memories per origin (where they came from).")
-    handoff: HandoffInfo | None = Field(default=None, description="The current handoff (where work left off).")
-    unresolved_conflicts: list[ConflictSummary] = Field(description="The oldest open conflicts, at most 200.")
-    unresolved_conflicts_total: int = 0
-    review_due: list[ReviewDue]
-    expired: list[ExpiredMemory] = Field(
-        default_factory=list, description="Past valid_until, not recalled: review, archive or extend (edit)."
-    )
-    compaction_candidates: list[CompactionCandidate]
-    unparseable: list[Unparseable]
-    index: IndexFreshness
-    duplicates: list[DuplicatePair] = Field(
-        default_factory=list, description="Memories that say the same text (at most 200): archive or forget one."
-    )
 
 
 class ExportAnswer(Answer):

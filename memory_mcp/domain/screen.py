@@ -30,6 +30,7 @@ from collections.abc import Iterator
 from dataclasses import dataclass
 from functools import lru_cache
 
+from .screen_model import THRESHOLD, VETO, probability
 from .text import fold, hangul_joined, skeleton
 from .visible import (
     FENCE,
@@ -103,21 +104,51 @@ class Verdict:
 _CLEAN = Verdict()
 
 
-def screen(texts: dict[str, str | None]) -> Verdict:
-    """Every finding in the texts given (field name → text), in field order.
+def screen(texts: dict[str, str | None], *, learned: bool = True) -> Verdict:
+    """Every finding in the texts given (field name → text), in field order; then, when the patterns found no
+    instruction or payload, the learnt reading of the texts joined (`screen_model`; `learned=False`: the patterns
+    alone, as the trainer measures them).
 
     Two passes: the memory's texts joined are first read once for what each kind of finding cannot do without
     (`possible_kinds`: a few searches in C); almost every memory holds none of it and is clean there. Only the kinds
     still possible are looked for, field by field, where positions are counted."""
     present = {name: text for name, text in texts.items() if text}
     kinds = possible_kinds(*present.values()) if present else ()
-    if not kinds:
-        return _CLEAN
     found: list[Finding] = []
-    for name, text in present.items():
+    for name, text in present.items() if kinds else ():
         found += screen_text(text, name, kinds)
-    found += _across_fields(present, kinds, {f.kind for f in found})
-    return Verdict(tuple(found))
+    if kinds:
+        found += _across_fields(present, kinds, {f.kind for f in found})
+    if learned and present:
+        found = _weighed(found, "\n".join(present.values()), "+".join(present))
+    return Verdict(tuple(found)) if found else _CLEAN
+
+
+def firm(finding: Finding) -> bool:
+    """A finding the learnt reading never overrules: any kind but an instruction, an order to override its
+    instructions, words split or disguised (never innocent), a credential file named with a verb that sends it and
+    a place."""
+    return finding.kind != INSTRUCTION or finding.what.startswith(
+        (_SQUASHED_WHAT, _CREDENTIAL_FILE_WHAT, _OVERRIDE_WHAT)
+    )
+
+
+def _weighed(found: list[Finding], joined: str, field: str) -> list[Finding]:
+    """The patterns' findings with the learnt reading of the memory's texts joined (`screen_model`): a memory they
+    find nothing in is held when the model puts it at `THRESHOLD` or above; an instruction they find is kept only
+    when the model puts the memory at `VETO` or above, or the memory holds a `firm` finding: a rule phrased for an order also matches a person's own rule
+    ("don't ask me before `rm -rf build/`", an official installer piped to `sh`), and the words around it tell
+    the two apart better than the phrase does (docs/benchmarks.md, issue 44, design 3)."""
+    if any(firm(f) for f in found):
+        return found
+    p = probability(joined)
+    if found:
+        kept = [f for f in found if p >= VETO]
+        if kept or p < THRESHOLD:
+            return kept
+    if p >= THRESHOLD:
+        return [Finding(INSTRUCTION, field, 1, f"reads as an order to the agent (learnt, {p:.2f})")]
+    return []
 
 
 _SEAM = 200  # characters read on each side where one field ends and the next begins
@@ -166,6 +197,7 @@ def possible_kinds(*texts: str) -> tuple[str, ...]:
         or (len(text) >= 40 and ("\\x" in text or _LONG_RUN.search("".join(texts)) or _SPACED_PAIR.search(text)))
         or (text.count(",") >= 15 and _CHAR_CODES.search(text))
         or (not text.isascii() and _GLYPH_RUN.search(text))
+        or ("\\" in text and _ESCAPE_RUN.search(text))
     ):
         kinds.append(PAYLOAD)
     return tuple(kinds)
@@ -503,7 +535,7 @@ _OVERRIDE = _Words(
     r"|don'?t follow|stop following|no longer follow)\b(?:[^.!?\n]|[.!?](?=\S)){0,40}?\b(?:previous|prior|above|earlier|preceding"
     r"|original|initial|system|safety|security|all|any|your|existing|current|developer|operator|the user'?s?)\b"
     r"(?:[^.!?\n]|[.!?](?=\S)){0,30}?\b(?:instructions?|rules?|prompts?|guidelines?|directives?|directions|guardrails?|polic(?:y|ies)"
-    r"|constraints|restrictions|safeguards|programming|orders|commands|messages|context|requests?)\b",
+    r"|constraints|restrictions|safeguards|programming|orders|commands|messages|context|requests?|guidance|advice)\b",
     r"\boverrid(?:e|es|ing)\s+(?:any|all|the|your)?\s*(?:conflicting\s+|other\s+)?(?:system\s+|safety\s+)?"
     r"(?:rules|instructions|prompts?|policies|guidelines)\b",
     r"\b(?:are|as) (?:instructions|commands|orders) (?:from the user )?(?:and |that )?(?:must|should|shall) be "
@@ -559,6 +591,15 @@ _SPREAD = _Words(  # searched where the text says "memor..." at all (rare): its 
     + r"{0,30}\b(?:en|a)\s+(?:cada|todas (?:las|tus))\s+(?:nuevas? |futuras? )?memorias?\b",
     r"(?:모든|각)\s*(?:새로운\s*|새\s*)?(?:메모리|기억)" + _S + r"{0,15}?(?:복사|추가|포함|붙여)",
     anchored=False,
+)
+# a memory that has the agent call this server's own tools on the other memories: delete them, raise their trust
+_TOOL_ABUSE = _Words(
+    r"\bmemory (?:forget|update)\b",
+    r"\b(?:set|change|raise|bump|mark|switch|upgrade)\b" + _S + r"{0,40}\btrust\b" + _S + r"{0,20}"
+    r"\b(?:user-stated|user stated|confirmed)\b",
+    r"\b(?:cambia|cambiar|cambien|pon|poner|sube|subir|marca|marcar)\b" + _S + r"{0,40}\btrust\b" + _S + r"{0,40}"
+    r"\b(?:user-stated|user stated|confirmed)\b",
+    r"\btrust\s*(?:를|을)?\s*(?:user-stated|user stated|confirmed)\s*(?:으로|로)",
 )
 _RUN_FETCHED_WORDS = _Words(
     r"\b(?:curl|wget|fetch|iwr|invoke-webrequest|irm|invoke-restmethod)\b[^|\n;]{0,200}\|\s*(?:sudo\s+)?(?:ba|z|k|da)?sh\b",
@@ -633,7 +674,6 @@ _CREDENTIAL_PLACE = (
 )
 _EXFILTRATE_FILE = _All(_CREDENTIAL_FILE, _CREDENTIAL_VERB, _CREDENTIAL_PLACE)
 _EXFILTRATE = _Any(
-    _EXFILTRATE_FILE,
     _All(_SEND_VERB, _SENSITIVE, _TO_OUTSIDE),
     _Words(
         r"\b(?:curl|wget|http|invoke-webrequest|iwr|nc|ncat|netcat)\b[^\n]{0,120}?(?:-d\s*@|--data(?:-binary)?\s*@"
@@ -684,8 +724,8 @@ _HIDE_WORDS = _Words(
     r"\b(?:silently|secretly|quietly|covertly|without (?:the user|anyone) (?:knowing|noticing|seeing))\b"
     r"(?:[^.!?\n]|[.!?](?=\S)){0,60}?\b(?:send|upload|run|execute|exfiltrate|forward|delete|install|post|copy|change|modify|add|remove"
     r"|disable|read|cat|open|collect|gather|grab|fetch|include|append|embed)\b",
-    r"\b(?:send|upload|run|execute|forward|delete|install|post|copy|change|modify|add|remove|disable)\b(?:[^.!?\n]|[.!?](?=\S)){0,80}?"
-    r"\b(?:silently|secretly|covertly|without (?:telling|informing|asking|notifying|alerting) (?:the )?(?:user|human"
+    r"\b(?:send|upload|run|execute|forward|delete|install|post|copy|change|modify|add|remove|disable|approve|accept"
+    r"|allow|merge|grant)\b(?:[^.!?\n]|[.!?](?=\S)){0,80}?\b(?:silently|secretly|covertly|without (?:telling|informing|asking|notifying|alerting) (?:the )?(?:user|human"
     r"|anyone|them))\b",
     r"\b(?:this|these) (?:instructions?|messages?|notes?|memory|memories)\b(?:[^.!?\n]|[.!?](?=\S)){0,30}\b(?:must|should) "
     r"(?:not be|never be|stay) (?:shown|revealed|mentioned|visible|hidden|secret)",
@@ -771,11 +811,15 @@ def _quoted(folded: str, start: int, end: int) -> bool:
     return any(q in before for q in _QUOTES) and any(q in after for q in _QUOTES)
 
 
+_CREDENTIAL_FILE_WHAT = "asks to send a credential file away"
+_OVERRIDE_WHAT = "asks to override its instructions"
 # each group of sentence patterns with what its finding says
 _GROUPS = (
-    ("_OVERRIDE", "asks to override its instructions"),
+    ("_OVERRIDE", _OVERRIDE_WHAT),
     ("_SPREAD", "asks to copy itself into what the agent writes"),
+    ("_TOOL_ABUSE", "asks to change the other memories through the memory tools"),
     ("_RUN_FETCHED", "asks to run fetched code"),
+    ("_EXFILTRATE_FILE", _CREDENTIAL_FILE_WHAT),
     ("_EXFILTRATE", "asks to send data away"),
     ("_HIDE", "asks to hide something from the user"),
 )
@@ -851,11 +895,21 @@ def agent_instructions(text: str, field: str = "body") -> list[Finding]:
         joined = hangul_joined(skeleton(plain))
         if joined != folded:
             found += _sentences(joined, plain, field)
+    if not found and _hyphen_split(folded):
+        found += _sentences(_WORD_HYPHEN.sub("", folded), plain, field)
     if not found:
         hit = _squashed(folded)
         if hit is not None:
-            found.append(Finding(INSTRUCTION, field, 1, f"split or disguised words: {hit.group()!r}"))
+            found.append(Finding(INSTRUCTION, field, 1, f"{_SQUASHED_WHAT}: {hit.group()!r}"))
     return found
+
+
+_WORD_HYPHEN = re.compile(r"(?<=[a-z])-(?=[a-z])")
+_HYPHEN_SPLITS = 3  # words split by hyphens ("dis-regard the safe-ty rules"): read again with them joined
+
+
+def _hyphen_split(view: str) -> bool:
+    return view.count("-") >= _HYPHEN_SPLITS and len(_WORD_HYPHEN.findall(view)) >= _HYPHEN_SPLITS
 
 
 @lru_cache(maxsize=64)
@@ -863,6 +917,9 @@ def _view(plain: str) -> str:
     """What the sentence patterns read: folded, look-alike letters as Latin, code marks and emphasis as spaces."""
     folded = fold(skeleton(plain))
     return folded.replace("`", " ").replace("*", "").replace("_", " ").replace("\u2019", "'")
+
+
+_SQUASHED_WHAT = "split or disguised words"
 
 
 def _squashed(folded: str) -> re.Match[str] | None:
@@ -899,6 +956,10 @@ def _may_address(texts: tuple[str, ...]) -> bool:
         return True  # (Korean patterns are read whenever Hangul is there: the view spelled apart joined too)
     if not view.isascii() and _HANGUL_LETTER.search(view):
         return True  # the Korean view spelled apart joined (`hangul_joined`) is read too
+    if _hyphen_split(view):
+        joined = _WORD_HYPHEN.sub("", view)
+        if _FIRST_OPENING.search(joined) or any(_holds(joined, n) and rx.search(joined) for rx, n in _FIRST_SEARCHED):
+            return True  # the view with hyphen-split words joined is read too
     return _squashed(view) is not None
 
 
@@ -947,6 +1008,10 @@ _DECODE_HINTS = (
     "ascii85",
     "fromcharcode",
     "__import__",
+    "rot13",
+    "rot-13",
+    "rot_13",
+    "n-za-m",
 )
 _DECODE_HINT = re.compile("|".join(re.escape(hint) for hint in _DECODE_HINTS))
 # what any run `encoded_payloads` decodes needs (with "\\x"): 40 base64 (or base32) characters or 24 hex digits in
@@ -1051,6 +1116,9 @@ def encoded_payloads(text: str, field: str = "body") -> list[Finding]:
             continue  # a link's query string: percent escapes are how URLs carry text
         found.append(Finding(PAYLOAD, field, m.start() + 1, f"{m.group().count('%')} percent-encoded characters"))
         return found
+    found += _decoded_and_read(text, low, field)
+    if found:
+        return found
     for m in _HEX_RUN.finditer(text) if _HEX_HINT.search(text) else ():
         digits = re.sub(r"\\x|0x|[\s,]", "", m.group())
         try:
@@ -1061,6 +1129,45 @@ def encoded_payloads(text: str, field: str = "body") -> list[Finding]:
             found.append(Finding(PAYLOAD, field, m.start() + 1, f"{len(data)} hex-encoded bytes that decode to text"))
             return found
     return found
+
+
+# escapes a string literal or `printf` turns into characters: octal `\155`, `\x6d`, `\u006d`, `\U0000006d`; 8+ in a row
+_ESCAPE_RUN = re.compile(r"(?:\\(?:[0-7]{3}|x[0-9a-fA-F]{2}|u[0-9a-fA-F]{4}|U[0-9a-fA-F]{8})){8,}")
+_ESCAPE = re.compile(r"\\(?:([0-7]{3})|x([0-9a-fA-F]{2})|u([0-9a-fA-F]{4})|U([0-9a-fA-F]{8}))")
+_A85_LITERAL = re.compile(r"(?:a85decode|b85decode|ascii85)[^\n]{0,40}?[rb]*(['\"]{1,3})(.{20,}?)\1", re.DOTALL)
+_ROT13 = str.maketrans(
+    "abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ", "nopqrstuvwxyzabcdefghijklmNOPQRSTUVWXYZABCDEFGHIJKLM"
+)
+
+
+def _decoded(text: str, low: str) -> Iterator[tuple[int, str, str]]:
+    """(position, how, decoded text) of each encoding the text carries that a shape alone would not tell: escape
+    runs, an Ascii85 literal handed to a decoder, the whole text read through ROT13 when it names ROT13."""
+    if "\\" in text:
+        for m in _ESCAPE_RUN.finditer(text):
+            chars = (chr(int(o, 8) if o else int(x or u or big, 16)) for o, x, u, big in _ESCAPE.findall(m.group()))
+            yield m.start(), "escaped characters", "".join(chars)
+    if "85" in low:
+        for m in _A85_LITERAL.finditer(text):
+            for decode in (base64.a85decode, base64.b85decode):
+                try:
+                    yield m.start(2), "Ascii85", decode(m.group(2).strip()).decode("utf-8")
+                    break
+                except (ValueError, UnicodeDecodeError):
+                    continue
+    if any(hint in low for hint in ("rot13", "rot-13", "rot_13", "n-za-m")):
+        yield 0, "ROT13", text.translate(_ROT13)
+
+
+def _decoded_and_read(text: str, low: str, field: str) -> list[Finding]:
+    """Decode and look: what an encoding hides is read by the other detectors (an instruction, a command that runs
+    fetched code or sends data away, markup that fetches); an escape run that spells 24+ characters of text is a
+    payload by its shape alone."""
+    for at, how, decoded in _decoded(text, low):
+        spelled = how == "escaped characters" and len(decoded) >= 24 and _printable_share(decoded.encode()) >= 0.95
+        if spelled or agent_instructions(decoded, field) or fetching_markup(decoded, field):
+            return [Finding(PAYLOAD, field, at + 1, f"{how} that decode to an instruction or a command")]
+    return []
 
 
 def _b64(run: str) -> bytes | None:

@@ -21,6 +21,19 @@ def entity_counts(conn: sqlite3.Connection, entities: Sequence[str]) -> dict[str
     return {r[0]: r[1] for r in rows}
 
 
+def active_entities(conn: sqlite3.Connection, types: Sequence[str]) -> list[str]:
+    """Every entity some active memory of these types carries, once."""
+    kinds = ",".join("?" * len(types))
+    return [
+        r[0]
+        for r in conn.execute(
+            f"SELECT DISTINCT e.entity FROM entities e JOIN memories m ON m.rowid = e.memory_rowid "
+            f"WHERE m.type IN ({kinds}) AND m.state = 'active'",
+            list(types),
+        )
+    ]
+
+
 def rowids_sharing_an_entity(conn: sqlite3.Connection, entities: Sequence[str], types: Sequence[str]) -> set[int]:
     """Active memories of these types carrying one of `entities`."""
     if not entities:

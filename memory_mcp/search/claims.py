@@ -187,6 +187,13 @@ def concept_words(name: str) -> frozenset[str]:
     return frozenset(w for w, c in _CONCEPT.items() if c == name and len(w) >= 2)
 
 
+def weekday_words() -> frozenset[str]:
+    """Each weekday's name in every language the vocabulary knows ("friday", "viernes", "금요일")."""
+    return frozenset(
+        fold(w) for words in vocab.WEEKDAYS.values() for w in words.split() if len(w) > 4 or HANGUL.search(w)
+    )
+
+
 def is_function_word(t: Term) -> bool:
     """A function word, generic verb, replacement cue or number: no help in finding the same attribute."""
     return t.text in _GENERIC or t.stem in _GENERIC or t.text in _CUE_WORDS or t.stem.isdigit() or len(t.stem) < 2

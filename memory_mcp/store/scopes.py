@@ -43,8 +43,10 @@ class Scopes:
         sources: Sequence[DocumentSource] = (),
         chunk_chars: int = 1200,
         change_watch: bool = True,
+        one_call: bool = False,
     ) -> None:
         self.change_watch = change_watch
+        self.one_call = one_call  # the process makes one call: no change watch is opened (`CanonWatch`)
         self.global_root = global_root.expanduser().absolute()
         self.project_root = project_root.expanduser().absolute() if project_root else None
         self.local_dir = local_dir
@@ -102,7 +104,7 @@ class Scopes:
             if key not in self._sessions:
                 home = scope == self.home and not (scope == GLOBAL and store)
                 self._sessions[key] = StoreSession(
-                    target, scope, self.sources if home else (), self.chunk_chars, self.change_watch
+                    target, scope, self.sources if home else (), self.chunk_chars, self.change_watch, self.one_call
                 )
             return self._sessions[key]
 

@@ -138,6 +138,7 @@ class StoreSession:
         sources: Sequence[DocumentSource] = (),
         chunk_chars: int = 1200,
         change_watch: bool = True,
+        one_call: bool = False,
     ) -> None:
         self.store = store
         self.scope = scope
@@ -164,7 +165,7 @@ class StoreSession:
         store.ensure()
         self._store_lock = StoreLock(store.root, store.lock_path)
         self._gate = StatGate(store)
-        self._watch = CanonWatch(store.memories_dir, enabled=change_watch)
+        self._watch = CanonWatch(store.memories_dir, enabled=change_watch, one_call=one_call)
         self._quiet_baseline: QuietBaseline | None = None
         self._documents_none = False  # the last pass found no document source and no document indexed
 

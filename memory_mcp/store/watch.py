@@ -21,11 +21,12 @@ from collections.abc import Iterable
 from dataclasses import dataclass, field
 from pathlib import Path
 
-try:  # Linux only; optional so the package installs everywhere
-    from inotify_simple import INotify
-    from inotify_simple import flags as _flags
-except (ImportError, OSError):  # pragma: no cover - non-Linux
-    INotify = None  # type: ignore[assignment,misc]
+# inotify_simple is imported at the first watch a process opens, not with this module: it loads ctypes and runs
+# `ldconfig -p` to find libc (~15 ms of CPU), which a process making one call (a hook's CLI call) never needs
+INotify = None
+_flags = None
+_MASK = 0
+_FOLDER_EVENTS = 0
 
 # Filesystems whose inotify events cover every change (no remote writers the kernel cannot see).
 LOCAL_FILESYSTEMS = frozenset(
@@ -33,22 +34,37 @@ LOCAL_FILESYSTEMS = frozenset(
 )
 
 _OCTAL_ESCAPE = re.compile(rb"\\([0-7]{3})")
-_MASK = 0
-_FOLDER_EVENTS = 0
-if INotify is not None:
+
+
+def _inotify_available(load: bool) -> bool:
+    """Whether inotify_simple can be used here; `load`: import it (once per process), else only find it."""
+    global INotify, _flags, _MASK, _FOLDER_EVENTS
+    if INotify is not None:
+        return True
+    if not load:
+        import importlib.util
+
+        return importlib.util.find_spec("inotify_simple") is not None
+    try:  # Linux only; optional so the package installs everywhere
+        from inotify_simple import INotify as loaded
+        from inotify_simple import flags
+    except (ImportError, OSError):  # pragma: no cover - non-Linux
+        return False
     # the watched folder itself went away or moved, or its watch was dropped
-    _FOLDER_EVENTS = _flags.DELETE_SELF | _flags.MOVE_SELF | _flags.IGNORED | _flags.UNMOUNT
+    _FOLDER_EVENTS = flags.DELETE_SELF | flags.MOVE_SELF | flags.IGNORED | flags.UNMOUNT
     _MASK = (
-        _flags.MODIFY
-        | _flags.ATTRIB
-        | _flags.CLOSE_WRITE
-        | _flags.MOVED_FROM
-        | _flags.MOVED_TO
-        | _flags.CREATE
-        | _flags.DELETE
-        | _flags.DELETE_SELF
-        | _flags.MOVE_SELF
+        flags.MODIFY
+        | flags.ATTRIB
+        | flags.CLOSE_WRITE
+        | flags.MOVED_FROM
+        | flags.MOVED_TO
+        | flags.CREATE
+        | flags.DELETE
+        | flags.DELETE_SELF
+        | flags.MOVE_SELF
     )
+    INotify, _flags = loaded, flags
+    return True
 
 
 def filesystem_type(path: Path) -> str | None:
@@ -85,7 +101,10 @@ class Changes:
 class CanonWatch:
     """Watches the folders of `memories/`; `poll()` says what changed since the last full pass (`rearm`)."""
 
-    def __init__(self, memories_dir: Path, enabled: bool = True) -> None:
+    def __init__(self, memories_dir: Path, enabled: bool = True, one_call: bool = False) -> None:
+        """`one_call`: the process makes one call and exits (a one-shot CLI command): the watch is judged as a
+        server would judge it (what `describe` says) but never opened, since no later call of the process could
+        skip its scan; every pass of such a process is a full one, as with the watch off."""
         self.memories_dir = memories_dir
         self.why_off: str | None = None
         self._inotify = None
@@ -94,12 +113,14 @@ class CanonWatch:
         if not enabled:
             self.why_off = "turned off (index.change_watch = false)"
             return
-        if INotify is None or not sys.platform.startswith("linux"):
+        if not sys.platform.startswith("linux") or not _inotify_available(load=not one_call):
             self.why_off = "no inotify on this system"
             return
         fs = filesystem_type(memories_dir)
         if fs not in LOCAL_FILESYSTEMS:
             self.why_off = f"filesystem {fs or 'unknown'} may not report every change"
+            return
+        if one_call:
             return
         try:
             self._inotify = INotify()
@@ -134,7 +155,7 @@ class CanonWatch:
 
     def describe(self, saw_symlink: bool) -> str:
         """The watch as a status line says it."""
-        if self._inotify is None:
+        if self.why_off is not None:
             return f"off: {self.why_off}"
         if saw_symlink:
             return "off: memories/ holds symlinks (every call stats every file)"

@@ -10,7 +10,6 @@ from ..domain.vocabulary import RECALL_MODES, MemoryType, State, Trust
 from ..search.recall import RecallQuery, SearchSettings, find, mark_open_conflicts, memory_result
 from ..store.scopes import Opened, merged_report
 from .arguments import check_date, enum_arg, word_arg
-from .context import current_handoff
 from .state import ServiceState
 
 # the smallest recall budget: room for a title and a citation (the best result is clipped to fit it)
@@ -165,6 +164,8 @@ def _search_settings(svc: ServiceState) -> SearchSettings:
 
 def _current_handoffs(svc: ServiceState, store: str | None, scope: str | None) -> RecallAnswer:
     """recall(type=handoff) without a query: each scope's current handoff, newest first."""
+    from .context import current_handoff  # the context's module (and its arrivals) only for this form of recall
+
     results = []
     with svc.scopes.open(scope, store) as opened:
         for o in opened:

@@ -45,6 +45,7 @@ class ServiceState:
         semantic: sem.SemanticConfig | None = None,
         collapse_jaccard: float | None = 0.9,
         change_watch: bool = True,
+        one_call: bool = False,
         clock: Callable[[], datetime] = utc_now,
         obsidian_links: bool = False,
     ) -> None:
@@ -58,13 +59,14 @@ class ServiceState:
         # hybrid search: None = keyword recall only; collapse_jaccard None = never collapse near-duplicates
         self.semantic = sem.Semantic(embedder, semantic)
         self.collapse_jaccard = collapse_jaccard
-        self.scopes = Scopes(self.root, project_root, local_dir, sources, chunk_chars, change_watch)
+        self.scopes = Scopes(self.root, project_root, local_dir, sources, chunk_chars, change_watch, one_call)
         # worker processes for keyword recalls (`serve --http --workers N`); None: every call runs here
         self.workers: WorkerPool | None = None
 
     @classmethod
-    def from_settings(cls, settings: Settings, store: Path | None = None) -> Self:
-        """A service configured by layered settings; `store` (the CLI's --store) overrides the global root."""
+    def from_settings(cls, settings: Settings, store: Path | None = None, *, one_call: bool = False) -> Self:
+        """A service configured by layered settings; `store` (the CLI's --store) overrides the global root;
+        `one_call`: the process makes one call and exits (a one-shot CLI command: `CanonWatch`)."""
         return cls(
             store if store is not None else settings.global_root(),
             settings.project_root,
@@ -93,6 +95,7 @@ class ServiceState:
                 settings.get("recall.collapse_jaccard") if settings.get("recall.collapse_duplicates") else None
             ),
             change_watch=settings.get("index.change_watch"),
+            one_call=one_call,
             obsidian_links=settings.get("files.obsidian_links"),
         )
 
