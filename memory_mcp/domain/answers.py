@@ -1,7 +1,8 @@
 """The answers a one-shot text command builds and prints: the reconcile and index reports, recall's results and
-answer, the session-start context, the status. Plain dataclasses (`Record`), so `memory-mcp recall`, `context` or
-`status` never imports pydantic (~70 ms of a ~100 ms call's floor); every other answer is a pydantic model in
-models.py, which re-exports these, and a pydantic model holds them as fields like any dataclass.
+answer, the session-start context (the status's own records: status_answers.py). Plain dataclasses (`Record`), so
+`memory-mcp recall`, `context` or `status` never imports pydantic (~70 ms of a ~100 ms call's floor); every other
+answer is a pydantic model in models.py, which re-exports these, and a pydantic model holds them as fields like
+any dataclass.
 """
 
 from __future__ import annotations
@@ -298,76 +299,3 @@ class ReviewDue(Record):
     title: str
     path: str
     review_after: str
-
-
-# ---------------------------------------------------------------- status (`memory-mcp status` prints it)
-
-
-@dataclass(kw_only=True)
-class CompactionCandidate(Record):
-    entity: str
-    ids: list[str]
-    titles: list[str]
-    oldest: str
-    newest: str
-    suggestion: str
-
-
-@dataclass(kw_only=True)
-class ExpiredMemory(Record):
-    """An active memory past its `valid_until`: not served by default; review, archive or extend it."""
-
-    id: str
-    title: str
-    path: str
-    valid_until: str
-
-
-@dataclass(kw_only=True)
-class IndexFreshness(Record):
-    path: str
-    size_bytes: int
-    schema_version: int
-    built_at: str
-    last_reconcile: ReconcileReport
-    change_watch: str = _field(
-        default="off", description="'on (inotify)' when unchanged calls skip the scan, else 'off: <why>'."
-    )
-    not_restored_by_rebuild: list[str]
-
-
-@dataclass(kw_only=True)
-class DuplicatePair(Record):
-    """Two memories saying the same normalised text (e.g. remembered on two machines before a sync); recall
-    serves the pair once."""
-
-    kept_id: str
-    duplicate_id: str
-    title: str
-
-
-@dataclass(kw_only=True)
-class StatusAnswer(Record):
-    scope: str = "global"
-    scopes: list[str] = _field(default_factory=list, description="Scopes this server serves.")
-    sources: list[SourceStatus] = _field(default_factory=list, description="Indexed document sources.")
-    store: str
-    root: str
-    total: int
-    by_state: dict[str, int]
-    by_type: dict[str, int]
-    by_trust: dict[str, int]
-    by_origin: dict[str, int] = _field(default_factory=dict, description="Memories per origin (where they came from).")
-    handoff: HandoffInfo | None = _field(default=None, description="The current handoff (where work left off).")
-    unresolved_conflicts: list[ConflictSummary] = _field(description="The oldest open conflicts, at most 200.")
-    unresolved_conflicts_total: int = 0
-    review_due: list[ReviewDue]
-    expired: list[ExpiredMemory] = _field(
-        default_factory=list, description="Past valid_until, not recalled: review, archive or extend (edit)."
-    )
-    compaction_candidates: list[CompactionCandidate]
-    unparseable: list[Unparseable]
-    index: IndexFreshness
-    duplicates: list[DuplicatePair] = _field(
-        default_factory=list, description="Memories that say the same text (at most 200): archive or forget one."
-    )

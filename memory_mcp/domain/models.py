@@ -16,14 +16,10 @@ from pydantic import BaseModel, ConfigDict, Field
 
 from .answers import (
     CollapsedResult,
-    CompactionCandidate,
     ConflictSummary,
     ContextAnswer,
     DocumentsReport,
-    DuplicatePair,
-    ExpiredMemory,
     HandoffInfo,
-    IndexFreshness,
     IndexReport,
     OpenConflict,
     RecallAnswer,
@@ -34,10 +30,10 @@ from .answers import (
     ScoreComponents,
     SkippedDocument,
     SourceStatus,
-    StatusAnswer,
     Unparseable,
 )
 from .memory import ConflictRecord, Memory, first_paragraph
+from .status_answers import CompactionCandidate, DuplicatePair, ExpiredMemory, IndexFreshness, StatusAnswer
 from .vocabulary import MemoryType, State, Trust
 
 # what the conflict gate calls a neighbour it does not record (search/conflicts.py)
@@ -48,7 +44,8 @@ ListedKind = Literal["conflict", "possible-conflict", "near-duplicate", "related
 SettleCall = Literal["supersede", "keep_both"]
 
 # re-exported: the record is declared in memory.py (no pydantic, so the merge driver starts fast), the words
-# in vocabulary.py, the answers a one-shot text command prints in answers.py (no pydantic either)
+# in vocabulary.py, the answers a one-shot text command prints in answers.py and status_answers.py (no pydantic
+# either)
 __all__ = [
     "ConflictRecord",
     "Memory",
