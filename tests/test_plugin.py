@@ -10,8 +10,11 @@ from __future__ import annotations
 import json
 import os
 import re
+import shutil
+import socket
 import subprocess
 import sys
+import threading
 import time
 from pathlib import Path
 
@@ -293,9 +296,11 @@ def test_claude_code_validates_installs_and_connects_the_plugin(tmp_path: Path, 
 
     version = run("--version")
     assert version.returncode == 0 and CLAUDE_CODE[1] in version.stdout, version.stderr
-    for target in (REPO, MARKETPLACE):
+    # the clone's folder (Claude Code reads its marketplace file), the plugin's manifest, the marketplace file
+    for target, kind in ((REPO, "marketplace"), (PLUGIN, "plugin"), (MARKETPLACE, "marketplace")):
         checked = run("plugin", "validate", "--strict", str(target))
         assert checked.returncode == 0 and "Validation passed" in checked.stdout, checked.stdout + checked.stderr
+        assert f"Validating {kind} manifest: " in checked.stdout, checked.stdout
     added = run("plugin", "marketplace", "add", str(REPO))
     assert added.returncode == 0, added.stdout + added.stderr
     installed = run("plugin", "install", "memory-mcp@memory-mcp")
@@ -309,3 +314,59 @@ def test_claude_code_validates_installs_and_connects_the_plugin(tmp_path: Path, 
     servers = run("mcp", "list")
     line = next((x for x in servers.stdout.splitlines() if x.startswith("plugin:memory-mcp:memory:")), "")
     assert "plugin/bin/run-memory-mcp serve" in line and "Connected" in line, servers.stdout + servers.stderr
+
+
+CLAUDE_TEST = f"{Path(__file__).relative_to(REPO)}::test_claude_code_validates_installs_and_connects_the_plugin"
+
+
+def run_claude_test(tmp_path: Path, **env: str) -> subprocess.CompletedProcess:
+    """The test above in a pytest of its own, with an empty npm cache (nothing installed yet) and `env`."""
+    given = dict(os.environ) | {"MEMORY_MCP_NPM_CACHE": str(tmp_path / "npm-cache")} | env
+    return subprocess.run(
+        [sys.executable, "-m", "pytest", "-q", "-rs", "-p", "no:cacheprovider", "-m", "npm", CLAUDE_TEST],
+        capture_output=True,
+        text=True,
+        env=given,
+        cwd=REPO,
+        timeout=200,
+    )
+
+
+def test_without_npm_the_claude_code_test_is_skipped_saying_why(tmp_path: Path) -> None:
+    """CI has Python and pip only: the test is skipped at once, with its reason (not failed, not hung)."""
+    empty = tmp_path / "no-npm-here"
+    empty.mkdir()
+    done = run_claude_test(tmp_path, PATH=str(empty))
+    assert done.returncode == 0 and "1 skipped" in done.stdout, done.stdout + done.stderr
+    assert "npm and node are not installed" in done.stdout, done.stdout
+    assert not (tmp_path / "npm-cache").exists()
+
+
+@pytest.mark.long
+def test_a_registry_that_never_answers_skips_the_claude_code_test(tmp_path: Path) -> None:
+    """npm present, its registry accepting connections and never answering: `npm install` alone waited over
+    10 minutes (past the test's own 300 s); the test is skipped, saying why, well within its time."""
+    if shutil.which("npm") is None or shutil.which("node") is None:
+        pytest.skip("npm and node are not installed")
+    sink = socket.socket()
+    sink.bind(("127.0.0.1", 0))
+    sink.listen(64)
+    held: list[socket.socket] = []
+
+    def accept() -> None:
+        while True:
+            try:
+                held.append(sink.accept()[0])
+            except OSError:
+                return
+
+    threading.Thread(target=accept, daemon=True).start()
+    try:
+        done = run_claude_test(tmp_path, npm_config_registry=f"http://127.0.0.1:{sink.getsockname()[1]}/")
+    finally:
+        sink.close()
+        for conn in held:
+            conn.close()
+    assert done.returncode == 0 and "1 skipped" in done.stdout, done.stdout + done.stderr
+    assert "the npm registry" in done.stdout, done.stdout
+    assert not (tmp_path / "npm-cache").exists()
