@@ -24,6 +24,7 @@ NOT_LOADED = (
     "filelock",
     "inotify_simple",  # the change watch: opened only by a process that makes more than one call
     "ctypes",
+    "hashlib",  # loads OpenSSL: the scan digest is BLAKE2b, the dictionary's sha256 CPython's own (canon.files)
     "memory_mcp.domain.screen",
     "memory_mcp.domain.models",
     "memory_mcp.importers.run",
