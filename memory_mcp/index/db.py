@@ -6,7 +6,6 @@ reconciler and the service call these to mirror the canon.
 
 from __future__ import annotations
 
-import hashlib
 import json
 import os
 import sqlite3
@@ -494,7 +493,9 @@ def data_version(conn: sqlite3.Connection) -> int:
 
 def pair_hash(a: str, b: str) -> str:
     lo, hi = sorted((a, b))
-    return hashlib.sha256(f"conflict:{lo}:{hi}".encode()).hexdigest()[:16]
+    from hashlib import sha256  # here: loading OpenSSL (~3.5 ms) would slow every one-shot call, which records no pair
+
+    return sha256(f"conflict:{lo}:{hi}".encode()).hexdigest()[:16]
 
 
 def entity_text(entities: Iterable[str]) -> str:
