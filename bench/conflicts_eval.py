@@ -83,11 +83,15 @@ SETS = {
     # design after the next one still has a set nobody has seen: never measured yet; aggregates only
     "held-out-7": HERE / "conflict_cases_heldout7.jsonl",
     # written for issue 42 (2026-12-07) by a helper session that never saw the code (70 cases, 14 cross-language;
-    # bench/conflict_cases_brief.md says how): blind, aggregates only
+    # bench/conflict_cases_brief.md says how): measured blind once for the "agent is the judge" design (held-out-6
+    # and -7 with it too), then opened (2026-12-08, its next design): development sets
     "held-out-8": HERE / "conflict_cases_heldout8.jsonl",
+    # written for issue 42 (2026-12-08) by someone who never saw the code or the other sets, committed after the
+    # gate's design was frozen: blind, measured once by the lead, aggregates only
+    "held-out-9": HERE / "conflict_cases_heldout9.jsonl",
 }
 # `--set all` runs the sets a developer may look into; the blind ones run only when named
-BLIND = {"held-out-6", "held-out-7", "held-out-8"}
+BLIND = {"held-out-9"}
 # the development sets written by sessions that never saw the gate or its sets (the others were written beside
 # it): the trainer chooses its thresholds on these, which resemble the blind set
 INDEPENDENT = {"held-out-2", "dev-4", "held-out-3", "dev-5", "held-out-4", "held-out-5"}

@@ -420,11 +420,13 @@ def print_targets(r: dict, title: str) -> None:
 ONESHOT_COLUMNS = [
     ("memories", "memories"),
     ("oneshot_pass_ms", "python -c pass ms"),
-    ("oneshot_stat_ms", "stat floor ms"),
     ("oneshot_pass_cpu_ms", "(CPU)"),
+    ("oneshot_stat_ms", "stat floor ms"),
+    ("oneshot_stat_cpu_ms", "(CPU)"),
     ("oneshot_recall_ms", "one-shot recall ms"),
     ("oneshot_recall_cpu_ms", "(CPU)"),
     ("oneshot_status_ms", "status ms"),
+    ("oneshot_status_cpu_ms", "(CPU)"),
     ("oneshot_context_ms", "context ms"),
     ("oneshot_context_cpu_ms", "(CPU)"),
     ("oneshot_recall_rss_mb", "recall RSS MB"),
@@ -617,11 +619,15 @@ def unpack_revision(rev: str, into: Path) -> Path:
     return tree
 
 
+# what a copy of a store leaves out: its index, unless --keep-index (a 100k store's is built once, not per run)
+LEFT_OUT = [".index"]
+
+
 def measure_with(code: Path, src: Path, run: Path, worker_args: list[str]) -> dict:
     """One measuring process on a fresh copy of `src` (its index left out), importing memory_mcp from `code`."""
     if run.exists():
         shutil.rmtree(run)
-    shutil.copytree(src, run, symlinks=True, ignore=shutil.ignore_patterns(".index"))
+    shutil.copytree(src, run, symlinks=True, ignore=shutil.ignore_patterns(*LEFT_OUT))
     env = dict(os.environ, PYTHONPATH=os.pathsep.join([str(code), os.environ.get("PYTHONPATH", "")]).rstrip(os.pathsep))
     me = [sys.executable, os.path.abspath(__file__), "--worker", str(run), *worker_args]
     out = subprocess.run(me, check=True, capture_output=True, text=True, env=env)
@@ -645,7 +651,7 @@ def run_ab(
         if src.exists():
             shutil.rmtree(src)
         if store:
-            shutil.copytree(store, src, ignore=shutil.ignore_patterns(".index"))
+            shutil.copytree(store, src, ignore=shutil.ignore_patterns(*LEFT_OUT))
         else:
             subprocess.run(
                 [sys.executable, os.path.abspath(__file__), "--worker", str(src), "--generate", str(n)], check=True
@@ -709,11 +715,19 @@ def main(argv: list[str] | None = None) -> int:
         type=Path,
         help="measure only the one-shot figures, on a copy of this store (say example_store); with --baseline too",
     )
+    p.add_argument(
+        "--keep-index",
+        action="store_true",
+        help="with --store: copy the store's index too (built once, say at 100k, instead of once per run); both "
+        "builds must read its schema",
+    )
     p.add_argument("--oneshot-only", action="store_true", help=argparse.SUPPRESS)
     p.add_argument("--worker", type=Path, help=argparse.SUPPRESS)
     p.add_argument("--generate", type=int, help=argparse.SUPPRESS)
     p.add_argument("--generate-basic-memory", type=int, help=argparse.SUPPRESS)
     args = p.parse_args(argv)
+    if args.keep_index:
+        LEFT_OUT.clear()
     if args.generate is not None:
         generate(args.worker, args.generate)
         return 0

@@ -263,3 +263,121 @@ def test_with_an_embedder_a_memory_in_another_language_is_listed(tmp_path: Path,
         service.close()
     # no word, tag or lexicon concept in common: only the embedder's vectors make it a candidate
     assert (old.id in listed) is (embedder is not None), listed
+
+
+class BagOfWordsEmbedder:
+    """A toy embedder (one hashed axis per word): deterministic vectors the semantic weighing reads."""
+
+    name = "test:bag-of-words"
+    dim = 64
+
+    def embed(self, texts: list[str]) -> list[list[float]]:
+        out = []
+        for text in texts:
+            vec = [0.0] * self.dim
+            for word in text.lower().replace(".", " ").split():
+                vec[sum(map(ord, word)) % self.dim] += 1.0
+            out.append(vec)
+        return out
+
+
+@pytest.mark.parametrize("embedder", [None, BagOfWordsEmbedder()], ids=["keyword", "embedder"])
+def test_what_is_written_does_not_depend_on_the_embedder(tmp_path: Path, embedder) -> None:
+    # the semantic model weighs this pair 0.92 with these vectors, over its old write threshold (0.91); the
+    # keyword model 0.88: an embedder ranks the list, only the keyword weighing writes (issue 42, held-out-7 and -8)
+    from memory_mcp.tools.service import MemoryService
+
+    service = MemoryService(tmp_path / "store", embedder=embedder)
+    try:
+        old = service.remember("Redis session TTL is 24 hours", "Redis session TTL is 24 hours", entities=["redis"])
+        new = service.remember(
+            "Redis session TTL lowered to 1 hour", "Redis session TTL lowered to 1 hour", entities=["redis"]
+        )
+    finally:
+        service.close()
+    assert [n.id for n in new.listed] == [old.id]
+    assert new.listed[0].kind == "possible-conflict" and not new.listed[0].written
+    assert new.conflicts == []
+
+
+# ---------------------------------------------------------------- pairs in two languages, without an embedder
+
+
+@pytest.mark.anyio
+async def test_a_tag_in_the_other_script_that_sounds_like_a_new_word_is_listed_with_that_evidence(
+    tools: Tools,
+) -> None:
+    # no word, concept or tag in common: 마스크 is how Korean writes "mask"; the unrelated Korean memory stays out
+    masks = await tools.remember(
+        "마스크 낱개 판매는 안 하기로 함", "박스 단위로만.", type="decision", entities=["약국", "마스크"]
+    )
+    sunday = await tools.remember("일요일 휴무, 당번일만 오픈", "일요일은 쉰다.", entities=["약국"])
+    new = await tools.remember(
+        "We sell single masks again, 700 won each",
+        "Lots of tourists only want one or two.",
+        type="decision",
+        entities=["pharmacy", "masks"],
+    )
+    listed = {n["id"]: n for n in new["listed"]}
+    assert masks["id"] in listed and sunday["id"] not in listed, new["listed"]
+    assert listed[masks["id"]]["evidence"].startswith("sounds like: masks / 마스크")
+    assert not listed[masks["id"]]["written"]  # evidence for the agent, nothing a file records
+
+
+@pytest.mark.anyio
+async def test_an_entity_named_in_a_memory_without_its_tag_finds_it(tools: Tools) -> None:
+    lumber = await tools.remember(
+        "Hardwood for the shop comes from Johnson Lumber", "They invoice monthly.", entities=["johnson-lumber"]
+    )
+    new = await tools.remember(
+        "Hardwood orders go to Baird Brothers", "They deliver on Thursdays.", entities=["baird-brothers", "hardwood"]
+    )
+    assert lumber["id"] in [n["id"] for n in new["listed"]], new["listed"]
+
+
+@pytest.mark.anyio
+async def test_a_weekday_in_one_language_finds_the_weekdays_said_in_another(tools: Tools) -> None:
+    tuesdays = await tools.remember(
+        "New releases go out on Tuesdays", "New releases go out on Tuesdays.", entities=["shop"]
+    )
+    new = await tools.remember("Las novedades salen los viernes", "Así llegan antes del fin de semana.")
+    assert tuesdays["id"] in [n["id"] for n in new["listed"]], new["listed"]
+
+
+def test_sound_keys_read_a_word_and_its_transliteration_alike() -> None:
+    from memory_mcp.domain.text import sound_keys
+
+    for latin, hangul in [
+        ("mask", "마스크"),
+        ("pension", "펜션"),
+        ("Carmen", "카르멘"),
+        ("internet", "인터넷"),
+        ("KakaoTalk", "카카오톡"),
+    ]:
+        assert sound_keys(latin) & sound_keys(hangul), (latin, hangul)
+    assert sound_keys("masks") & sound_keys("마스크")  # a plural s is a variant
+    assert not sound_keys("library") & sound_keys("도서관")  # a translation is no transliteration
+    assert sound_keys("server") == frozenset({"SRPR", "SRP", "SPR"})  # two consonants ("SP" / 서버) say nothing
+    assert not sound_keys("서버") and not sound_keys("go2") and not sound_keys("")
+
+
+def test_a_spanish_statement_with_the_preposition_a_is_spanish_and_two_sections_stay_apart(tmp_path: Path) -> None:
+    # "a" counted as an English article made this Spanish title English, so the two sections' closing times
+    # (different subjects, one language) were written as a conflict (held-out-6)
+    from memory_mcp.search.claims import language
+    from memory_mcp.tools.service import MemoryService
+
+    assert language("Cultura cierra a las 20:00 de lunes a viernes") == "es"
+    service = MemoryService(tmp_path / "store")
+    try:
+        service.remember(
+            "Deportes cierra a las 23:30 los domingos", "Entre semana, a las 23:00.", entities=["deportes", "cierre"]
+        )
+        new = service.remember(
+            "Cultura cierra a las 20:00 de lunes a viernes",
+            "Cultura cierra a las 20:00 de lunes a viernes",
+            entities=["cultura", "cierre"],
+        )
+    finally:
+        service.close()
+    assert new.conflicts == []

@@ -1,6 +1,7 @@
-"""A one-shot text command (a hook's `memory-mcp recall` or `context`, a new process each time) loads only what it
-uses (issue 43): no pydantic, no YAML library, no MCP SDK, no importers, no conflict gate, no git. Read in a real
-new process over a real store whose index is built, nothing changed: the modules the command loaded, listed."""
+"""A one-shot text command (a hook's `memory-mcp recall`, `context` or `status`, a new process each time) loads
+only what it uses (issue 43): no pydantic, no YAML library, no MCP SDK, no importers, no conflict gate, no git, no
+change watch. Read in a real new process over a real store whose index is built, nothing changed: the modules the
+command loaded, listed."""
 
 from __future__ import annotations
 
@@ -23,6 +24,7 @@ NOT_LOADED = (
     "filelock",
     "inotify_simple",  # the change watch: opened only by a process that makes more than one call
     "ctypes",
+    "hashlib",  # loads OpenSSL: the scan digest is BLAKE2b, the dictionary's sha256 CPython's own (canon.files)
     "memory_mcp.domain.screen",
     "memory_mcp.domain.models",
     "memory_mcp.importers.run",
@@ -58,7 +60,9 @@ def _run(*argv: str, store: Path) -> subprocess.CompletedProcess:
     )
 
 
-@pytest.mark.parametrize("command", [("recall", "postgres backups"), ("context",)], ids=["recall", "context"])
+@pytest.mark.parametrize(
+    "command", [("recall", "postgres backups"), ("context",), ("status",)], ids=["recall", "context", "status"]
+)
 def test_a_one_shot_call_loads_no_pydantic_yaml_sdk_or_gate(store: Path, command: tuple[str, ...]) -> None:
     first = _run("-m", "memory_mcp", "--store", str(store), "status", store=store)
     assert first.returncode == 0, first.stderr  # the index is built: what follows changes nothing

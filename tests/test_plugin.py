@@ -7,11 +7,15 @@ JSON object on stdin). `MEMORY_PLUGIN_COMMAND` points them at this checkout's me
 
 from __future__ import annotations
 
+import http.server
 import json
 import os
 import re
+import shutil
+import socket
 import subprocess
 import sys
+import threading
 import time
 from pathlib import Path
 
@@ -269,43 +273,182 @@ def test_the_skills_claude_code_commands_run_as_written(tmp_path: Path, memory_m
 # ---------------------------------------------------------------- the real Claude Code CLI (npm)
 
 
-@pytest.mark.npm
-def test_claude_code_validates_installs_and_connects_the_plugin(tmp_path: Path, memory_mcp: Path) -> None:
-    """Claude Code from npm, with a scratch HOME: `plugin validate --strict` on the plugin and the marketplace,
-    `plugin marketplace add` of this checkout, `plugin install`, `plugin list`, and `mcp list` showing the
-    plugin's server connected (the project folder marked trusted first, as `claude` does when asked)."""
-    claude = npm_package(CLAUDE_CODE, "claude")
-    home, project = tmp_path / "home", tmp_path / "project"
-    home.mkdir()
-    project.mkdir()
-    env = plugin_env(home, memory_mcp) | {"PATH": f"{claude.parent}:{os.environ.get('PATH', '')}"}
+class ClaudeCode:
+    """The Claude Code CLI from npm, run with a scratch HOME in a scratch project folder."""
 
-    def run(*args: str) -> subprocess.CompletedProcess:
+    def __init__(self, tmp_path: Path, memory_mcp: Path) -> None:
+        self.binary = npm_package(CLAUDE_CODE, "claude")
+        self.home, self.project = tmp_path / "home", tmp_path / "project"
+        self.home.mkdir()
+        self.project.mkdir()
+        self.env = plugin_env(self.home, memory_mcp) | {"PATH": f"{self.binary.parent}:{os.environ.get('PATH', '')}"}
+
+    def run(self, *args: str) -> subprocess.CompletedProcess:
         return subprocess.run(
-            [str(claude), *args],
+            [str(self.binary), *args],
             capture_output=True,
             text=True,
-            env=env,
-            cwd=project,
+            env=self.env,
+            cwd=self.project,
             timeout=120,
             stdin=subprocess.DEVNULL,
         )
 
-    version = run("--version")
+    def install_and_connect(self, source: str) -> str:
+        """`plugin marketplace add source`, `plugin install`, `plugin list`, then `mcp list` (the project folder
+        marked trusted first, as `claude` does when asked): the plugin's server line."""
+        added = self.run("plugin", "marketplace", "add", source)
+        assert added.returncode == 0 and "Successfully added marketplace" in added.stdout, added.stdout + added.stderr
+        installed = self.run("plugin", "install", "memory-mcp@memory-mcp")
+        assert installed.returncode == 0 and "Successfully installed" in installed.stdout, installed.stdout
+        listed = self.run("plugin", "list")
+        assert "memory-mcp@memory-mcp" in listed.stdout and "enabled" in listed.stdout, listed.stdout
+        state = self.home / ".claude.json"
+        config = json.loads(state.read_text()) if state.exists() else {}
+        config.setdefault("projects", {})[str(self.project)] = {"hasTrustDialogAccepted": True}
+        state.write_text(json.dumps(config))
+        servers = self.run("mcp", "list")
+        line = next((x for x in servers.stdout.splitlines() if x.startswith("plugin:memory-mcp:memory:")), "")
+        assert "plugin/bin/run-memory-mcp serve" in line and "Connected" in line, servers.stdout + servers.stderr
+        return line
+
+
+@pytest.mark.npm
+def test_claude_code_validates_installs_and_connects_the_plugin(tmp_path: Path, memory_mcp: Path) -> None:
+    """Claude Code from npm, with a scratch HOME: `plugin validate --strict` on the clone's folder, the plugin's
+    manifest and the marketplace file, then this checkout added as a marketplace, the plugin installed, and its
+    server connected."""
+    claude = ClaudeCode(tmp_path, memory_mcp)
+    version = claude.run("--version")
     assert version.returncode == 0 and CLAUDE_CODE[1] in version.stdout, version.stderr
-    for target in (REPO, MARKETPLACE):
-        checked = run("plugin", "validate", "--strict", str(target))
+    # the clone's folder (Claude Code reads its marketplace file), the plugin's manifest, the marketplace file
+    for target, kind in ((REPO, "marketplace"), (PLUGIN, "plugin"), (MARKETPLACE, "marketplace")):
+        checked = claude.run("plugin", "validate", "--strict", str(target))
         assert checked.returncode == 0 and "Validation passed" in checked.stdout, checked.stdout + checked.stderr
-    added = run("plugin", "marketplace", "add", str(REPO))
-    assert added.returncode == 0, added.stdout + added.stderr
-    installed = run("plugin", "install", "memory-mcp@memory-mcp")
-    assert installed.returncode == 0 and "Successfully installed" in installed.stdout, installed.stdout
-    listed = run("plugin", "list")
-    assert "memory-mcp@memory-mcp" in listed.stdout and "enabled" in listed.stdout, listed.stdout
-    state = home / ".claude.json"
-    config = json.loads(state.read_text()) if state.exists() else {}
-    config.setdefault("projects", {})[str(project)] = {"hasTrustDialogAccepted": True}
-    state.write_text(json.dumps(config))
-    servers = run("mcp", "list")
-    line = next((x for x in servers.stdout.splitlines() if x.startswith("plugin:memory-mcp:memory:")), "")
-    assert "plugin/bin/run-memory-mcp serve" in line and "Connected" in line, servers.stdout + servers.stderr
+        assert f"Validating {kind} manifest: " in checked.stdout, checked.stdout
+    claude.install_and_connect(str(REPO))
+
+
+class GitOverHttp(http.server.BaseHTTPRequestHandler):
+    """git's smart HTTP protocol for the repositories in `root` (`git http-backend` as a CGI program)."""
+
+    root = ""
+
+    def do_GET(self) -> None:
+        self.serve()
+
+    def do_POST(self) -> None:
+        self.serve()
+
+    def serve(self) -> None:
+        path, _, query = self.path.partition("?")
+        body = self.rfile.read(int(self.headers.get("Content-Length") or 0))
+        env = {
+            "PATH": os.environ.get("PATH", ""),
+            "GIT_PROJECT_ROOT": self.root,
+            "GIT_HTTP_EXPORT_ALL": "1",
+            "PATH_INFO": path,
+            "QUERY_STRING": query,
+            "REQUEST_METHOD": self.command,
+            "CONTENT_TYPE": self.headers.get("Content-Type", ""),
+            "CONTENT_LENGTH": str(len(body)),
+            "HTTP_CONTENT_ENCODING": self.headers.get("Content-Encoding", ""),
+            "GIT_PROTOCOL": self.headers.get("Git-Protocol", ""),
+            "REMOTE_ADDR": "127.0.0.1",
+        }
+        done = subprocess.run(["git", "http-backend"], input=body, capture_output=True, env=env, timeout=60)
+        head, _, payload = done.stdout.partition(b"\r\n\r\n")  # its CGI headers end with CRLF
+        status, headers = 200, []
+        for line in head.decode("latin-1").splitlines():
+            key, _, value = line.partition(":")
+            if key.lower() == "status":
+                status = int(value.split()[0])
+            elif key:
+                headers.append((key, value.strip()))
+        self.send_response(status)
+        for key, value in headers:
+            self.send_header(key, value)
+        self.send_header("Content-Length", str(len(payload)))
+        self.end_headers()
+        self.wfile.write(payload)
+
+    def log_message(self, *args: object) -> None:
+        pass
+
+
+@pytest.mark.npm
+@pytest.mark.long
+def test_claude_code_installs_the_plugin_from_a_git_url(tmp_path: Path, memory_mcp: Path) -> None:
+    """`claude plugin marketplace add <git URL>`: Claude Code clones the repository (`git clone --depth 1`, so
+    over git's smart HTTP, served here from a bare clone of this repository's HEAD), installs the plugin from its
+    copy, and the server connects (memory-mcp from MEMORY_PLUGIN_COMMAND: the copy has no .venv)."""
+    claude = ClaudeCode(tmp_path, memory_mcp)
+    served = tmp_path / "served"
+    served.mkdir()
+    cloned = subprocess.run(["git", "clone", "-q", "--bare", str(REPO), str(served / "memory-mcp.git")], capture_output=True, text=True)  # fmt: skip
+    assert cloned.returncode == 0, cloned.stderr
+    handler = type("Handler", (GitOverHttp,), {"root": str(served)})
+    server = http.server.ThreadingHTTPServer(("127.0.0.1", 0), handler)
+    threading.Thread(target=server.serve_forever, daemon=True).start()
+    try:
+        line = claude.install_and_connect(f"http://127.0.0.1:{server.server_address[1]}/memory-mcp.git")
+    finally:
+        server.shutdown()
+        server.server_close()
+    assert f"{claude.home}/.claude/plugins/cache/memory-mcp/memory-mcp/" in line, line
+
+
+CLAUDE_TEST = f"{Path(__file__).relative_to(REPO)}::test_claude_code_validates_installs_and_connects_the_plugin"
+
+
+def run_claude_test(tmp_path: Path, **env: str) -> subprocess.CompletedProcess:
+    """The test above in a pytest of its own, with an empty npm cache (nothing installed yet) and `env`."""
+    given = dict(os.environ) | {"MEMORY_MCP_NPM_CACHE": str(tmp_path / "npm-cache")} | env
+    return subprocess.run(
+        [sys.executable, "-m", "pytest", "-q", "-rs", "-p", "no:cacheprovider", "-m", "npm", CLAUDE_TEST],
+        capture_output=True,
+        text=True,
+        env=given,
+        cwd=REPO,
+        timeout=200,
+    )
+
+
+def test_without_npm_the_claude_code_test_is_skipped_saying_why(tmp_path: Path) -> None:
+    """CI has Python and pip only: the test is skipped at once, with its reason (not failed, not hung)."""
+    empty = tmp_path / "no-npm-here"
+    empty.mkdir()
+    done = run_claude_test(tmp_path, PATH=str(empty))
+    assert done.returncode == 0 and "1 skipped" in done.stdout, done.stdout + done.stderr
+    assert "npm and node are not installed" in done.stdout, done.stdout
+    assert not (tmp_path / "npm-cache").exists()
+
+
+@pytest.mark.long
+def test_a_registry_that_never_answers_skips_the_claude_code_test(tmp_path: Path) -> None:
+    """npm present, its registry accepting connections and never answering: `npm install` alone waited over
+    10 minutes (past the test's own 300 s); the test is skipped, saying why, well within its time."""
+    if shutil.which("npm") is None or shutil.which("node") is None:
+        pytest.skip("npm and node are not installed")
+    sink = socket.socket()
+    sink.bind(("127.0.0.1", 0))
+    sink.listen(64)
+    held: list[socket.socket] = []
+
+    def accept() -> None:
+        while True:
+            try:
+                held.append(sink.accept()[0])
+            except OSError:
+                return
+
+    threading.Thread(target=accept, daemon=True).start()
+    try:
+        done = run_claude_test(tmp_path, npm_config_registry=f"http://127.0.0.1:{sink.getsockname()[1]}/")
+    finally:
+        sink.close()
+        for conn in held:
+            conn.close()
+    assert done.returncode == 0 and "1 skipped" in done.stdout, done.stdout + done.stderr
+    assert "the npm registry" in done.stdout, done.stdout
+    assert not (tmp_path / "npm-cache").exists()

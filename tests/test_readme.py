@@ -12,7 +12,7 @@ from .helpers import REPO
 
 README = REPO / "README.md"
 INSTALL_AND_RUN = 'python3 -m venv .venv && .venv/bin/pip install -q . && .venv/bin/memory-mcp --store example_store recall "postgres backup"'
-RUN_THE_TESTS = 'python3 -m venv .venv && .venv/bin/pip install -q -e ".[dev]" && .venv/bin/python -m pytest -q'
+RUN_THE_TESTS = 'python3 -m venv .venv && .venv/bin/pip install -q -e ".[dev]" && .venv/bin/python -m pytest -q -n auto'
 
 
 def _section(text: str, heading: str) -> str:
@@ -39,7 +39,7 @@ def test_the_quickstart_has_the_two_commands_and_comes_first() -> None:
     blocks = re.findall(r"```sh\n(.*?)```", quick, re.S)
     assert [b.strip() for b in blocks] == [INSTALL_AND_RUN, RUN_THE_TESTS]
     # CI runs exactly the README's test command
-    assert ".venv/bin/python -m pytest -q\n" in (REPO / ".ci" / "run").read_text()
+    assert ".venv/bin/python -m pytest -q -n auto\n" in (REPO / ".ci" / "run").read_text()
 
 
 def test_the_first_screen_quotes_the_current_conflict_figures() -> None:

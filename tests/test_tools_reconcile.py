@@ -3,6 +3,7 @@ disposable; a call with nothing changed hashes nothing."""
 
 from __future__ import annotations
 
+import json
 import os
 import re
 import shutil
@@ -10,6 +11,8 @@ import sqlite3
 from pathlib import Path
 
 import pytest
+
+from memory_mcp.index import db
 
 from .helpers import Tools, db_path, frontmatter, hand_memory, reconcile_of, settle, stdio_tools, write_file
 
@@ -329,7 +332,7 @@ async def test_an_index_from_the_previous_version_is_upgraded_in_place_keeping_r
         assert await t.recall_ids("espresso", state="archived") == [other["id"]]
         assert await t.recall_ids("espresso", state="active") == [kept["id"]]
     conn = sqlite3.connect(db_path(store))
-    assert conn.execute("SELECT value FROM meta WHERE key = 'schema_version'").fetchone()[0] == "8"
+    assert conn.execute("SELECT value FROM meta WHERE key = 'schema_version'").fetchone()[0] == "9"
     conn.close()
 
 
@@ -339,8 +342,9 @@ async def test_a_version_6_index_is_re_read_so_stored_ligatures_become_findable(
         made = await t.remember("Quarterly ﬁnance review", "The ｆｕｌｌ report is due on Friday.")
         await t.recall("report")
     conn = sqlite3.connect(db_path(store))
-    with conn:  # what version 6 stored: the text as written
+    with conn:  # what version 6 stored: a copy of the text as written, in full-text tables with content
         rowid = conn.execute("SELECT rowid FROM memories WHERE id = ?", (made["id"],)).fetchone()[0]
+        _with_content_copies(conn)
         for table in ("fts_word", "fts_tri"):
             conn.execute(
                 f"UPDATE {table} SET title = ?, body = ? WHERE rowid = ?",
@@ -356,6 +360,61 @@ async def test_a_version_6_index_is_re_read_so_stored_ligatures_become_findable(
         assert reconcile_of(answer)["rebuilt"] is False  # upgraded, not rebuilt
         assert [r["id"] for r in answer["results"]] == [made["id"]]
         assert (await t.ok("memory_reindex", verify=True))["mismatches"] == []
+
+
+def _with_content_copies(conn: sqlite3.Connection) -> None:
+    """The memory full-text tables as versions up to 8 made them: each with its own copy of the texts, filled from
+    the memory rows; and the two columns version 9 dropped (the stored excerpt, the body's digest)."""
+    rows = [
+        (r[0], *db.searched_texts(r[1], json.loads(r[2]), r[3]))
+        for r in conn.execute("SELECT rowid, title, entities, body FROM memories")
+    ]
+    for table in ("fts_word", "fts_tri"):
+        conn.execute(f"DROP TABLE {table}")
+        tokenizer = "unicode61 remove_diacritics 2" if table == "fts_word" else "trigram"
+        conn.execute(f"CREATE VIRTUAL TABLE {table} USING fts5 (title, entities, body, tokenize = '{tokenizer}')")
+        conn.executemany(f"INSERT INTO {table} (rowid, title, entities, body) VALUES (?,?,?,?)", rows)
+    conn.execute("ALTER TABLE memories ADD COLUMN excerpt TEXT NOT NULL DEFAULT ''")
+    conn.execute("ALTER TABLE memories ADD COLUMN body_sha TEXT NOT NULL DEFAULT ''")
+    conn.execute("DELETE FROM meta WHERE key = 'text_versions'")
+
+
+async def test_a_version_8_index_is_upgraded_in_place_to_hold_each_text_once(store: Path) -> None:
+    """Version 9's full-text tables keep no copy of the text (contentless) and the excerpt is cut from the body
+    when read: a version-8 index is upgraded without a rebuild (recall counts kept), the same memory found by the
+    same words and its excerpt the same, the file smaller."""
+    made = await _recalled_memory(store)
+    async with stdio_tools(store) as t:
+        for n in range(60):
+            await t.remember(f"Filler {n}", f"Note number {n} about the espresso grinder and its burrs. " * 8)
+        before = await t.recall("espresso descaling")
+    conn = sqlite3.connect(db_path(store))
+    with conn:
+        _with_content_copies(conn)
+        conn.execute("UPDATE meta SET value = '8' WHERE key = 'schema_version'")
+    conn.execute("VACUUM")
+    size_8 = db_path(store).stat().st_size
+    conn.close()
+    async with stdio_tools(store) as t:
+        answer = await t.recall("espresso descaling")
+        _kept_in_place(answer, made)
+        assert [(r["id"], r["excerpt"]) for r in answer["results"]] == [
+            (r["id"], r["excerpt"]) for r in before["results"]
+        ]
+        assert (await t.ok("memory_reindex", verify=True))["mismatches"] == []
+    conn = sqlite3.connect(db_path(store))
+    try:
+        assert conn.execute("SELECT value FROM meta WHERE key = 'schema_version'").fetchone()[0] == "9"
+        columns = {r[1] for r in conn.execute("PRAGMA table_info(memories)")}
+        assert "excerpt" not in columns and "body_sha" not in columns
+        assert conn.execute("SELECT 1 FROM sqlite_master WHERE name = 'fts_word_content'").fetchone() is None
+    finally:
+        conn.close()
+    conn = sqlite3.connect(db_path(store))
+    conn.execute("PRAGMA wal_checkpoint(TRUNCATE)")
+    conn.execute("VACUUM")
+    conn.close()
+    assert db_path(store).stat().st_size < size_8
 
 
 async def _recalled_memory(store: Path) -> dict:
@@ -389,7 +448,7 @@ async def test_a_version_7_index_is_upgraded_in_place_and_starts_its_ledger_log(
         await t.remember("Grinder", "The grinder burrs are replaced yearly.")
     conn = sqlite3.connect(db_path(store))
     try:
-        assert conn.execute("SELECT value FROM meta WHERE key = 'schema_version'").fetchone()[0] == "8"
+        assert conn.execute("SELECT value FROM meta WHERE key = 'schema_version'").fetchone()[0] == "9"
         assert [r[0] for r in conn.execute("SELECT path FROM ledger_log")][-1].startswith("memories/")
         assert conn.execute("SELECT 1 FROM sqlite_master WHERE name = 'conflicts_open'").fetchone() is not None
     finally:

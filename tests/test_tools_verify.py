@@ -3,11 +3,15 @@ puts it right without touching the canon."""
 
 from __future__ import annotations
 
+import json
+import sqlite3
 from pathlib import Path
 
 import pytest
 
-from .helpers import Tools, settle, tamper
+from memory_mcp.index.db import searched_texts
+
+from .helpers import Tools, db_path, settle, tamper
 
 pytestmark = pytest.mark.anyio
 
@@ -39,7 +43,8 @@ async def _tampered_title_is_caught_and_repaired(tools: Tools, store: Path) -> N
     canon = _canon(store)
     tamper(store, "UPDATE memories SET title = 'forged title' WHERE id = ?", (made[1]["id"],))
     # the forged title is what the index now serves (the stat gate trusts the unchanged file)...
-    assert (await tools.recall("Verify subject 1"))["results"][0]["title"] == "forged title"
+    served = {r["id"]: r["title"] for r in (await tools.recall("Verify subject 1"))["results"]}
+    assert served[made[1]["id"]] == "forged title"
     answer = await tools.ok("memory_reindex", verify=True)
     problems = [(m["path"], m["id"], m["problem"]) for m in answer["mismatches"]]
     assert problems and all(p[1] == made[1]["id"] and p[0] == made[1]["path"] for p in problems), problems
@@ -55,11 +60,17 @@ async def _tampered_title_is_caught_and_repaired(tools: Tools, store: Path) -> N
 async def _tampered_sha_and_full_text_are_caught(tools: Tools, store: Path) -> None:
     made = await _seed(tools)
     tamper(store, "UPDATE files SET sha256 = ? WHERE path = ?", ("0" * 64, made[0]["path"]))
-    tamper(
-        store,
-        "UPDATE fts_word SET body = 'forged body' WHERE rowid = (SELECT rowid FROM memories WHERE id = ?)",
-        (made[2]["id"],),
-    )
+    # the word table is contentless: its row is replaced by one made of a forged body (the memory row is untouched)
+    conn = sqlite3.connect(db_path(store))
+    rowid, title, entities, body = conn.execute(
+        "SELECT rowid, title, entities, body FROM memories WHERE id = ?", (made[2]["id"],)
+    ).fetchone()
+    conn.close()
+    texts = searched_texts(title, json.loads(entities), body)
+    delete = "INSERT INTO fts_word (fts_word, rowid, title, entities, body) VALUES ('delete', ?, ?, ?, ?)"
+    tamper(store, delete, (rowid, *texts))
+    add = "INSERT INTO fts_word (rowid, title, entities, body) VALUES (?, ?, ?, ?)"
+    tamper(store, add, (rowid, texts[0], texts[1], "forged body"))
     answer = await tools.ok("memory_reindex", verify=True)
     by_path = {m["path"]: m["problem"] for m in answer["mismatches"]}
     assert "sha256" in by_path.get(made[0]["path"], ""), answer["mismatches"]

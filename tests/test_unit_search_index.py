@@ -49,6 +49,48 @@ def test_a_fresh_index_has_the_current_schema(conn: sqlite3.Connection) -> None:
     assert db.meta_value(conn, "schema_version") == str(db.SCHEMA_VERSION)
 
 
+def test_the_contentless_tables_forget_a_replaced_or_dropped_memorys_words(conn: sqlite3.Connection) -> None:
+    # the full-text tables hold no text: a replaced row is deleted with the texts derived again from the memory row.
+    # Had the delete handed FTS5 other texts, the old words would stay behind the rowid the next memory reuses.
+    def matching(table: str, phrase: str) -> list[int]:
+        return [r[0] for r in conn.execute(f"SELECT rowid FROM {table} WHERE {table} MATCH ?", (f'"{phrase}"',))]
+
+    folded = _memory("M5", "Ｑｕａｒｔｅｒｌｙ ﬁnance", "Café ｆｕｌｌ report 회의를 했다", type=MemoryType.EPISODE)
+    db.put_memory(conn, "memories/M5.md", folded, ["billing-service", "김민수"])
+    rowid = db.get_memory(conn, mem_id="M5").rowid
+    for table, phrase in (
+        ("fts_word", "finance"),
+        ("fts_tri", "inanc"),
+        ("fts_word", "billing"),
+        ("fts_tri", "김민수"),
+    ):
+        assert matching(table, phrase) == [rowid]
+    db.drop_memory_at(conn, "memories/M5.md")
+    db.put_memory(conn, "memories/M6.md", _memory("M6", "Garden", "Tomatoes need water."), [])
+    assert db.get_memory(conn, mem_id="M6").rowid == rowid  # the freed rowid is taken again
+    for table, phrase in (
+        ("fts_word", "finance"),
+        ("fts_tri", "inanc"),
+        ("fts_word", "billing"),
+        ("fts_tri", "김민수"),
+    ):
+        assert matching(table, phrase) == []
+    assert matching("fts_word", "tomatoes") == [rowid]
+    for table in ("fts_word", "fts_tri"):
+        conn.execute(f"INSERT INTO {table} ({table}) VALUES ('integrity-check')")
+    totals = conn.execute("SELECT block FROM fts_word_data WHERE id = 1").fetchone()[0]
+    assert totals[0] == 5  # the averages record counts the rows left: M1-M4 and M6
+
+
+def test_an_index_whose_texts_another_unicode_or_sqlite_made_is_not_used(conn: sqlite3.Connection) -> None:
+    # a delete derives the texts again (NFKC, the tokenizers): made by other versions, they may differ from the rows
+    assert db.meta_value(conn, "text_versions") == db.TEXT_VERSIONS
+    db.set_meta(conn, "text_versions", "unicode 13.0.0, sqlite 3.31.1")
+    assert "unicode 13.0.0, sqlite 3.31.1" in (db.schema_problem(conn) or "")
+    conn.execute("DELETE FROM meta WHERE key = 'text_versions'")
+    assert "unknown versions" in (db.schema_problem(conn) or "")
+
+
 def test_put_and_get_a_memory_by_id_and_path(conn: sqlite3.Connection) -> None:
     by_id = db.get_memory(conn, mem_id="M1")
     assert by_id is not None and by_id.title == "Postgres backups run nightly"

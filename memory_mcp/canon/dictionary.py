@@ -11,7 +11,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from ..domain.text import nfkc_casefold
-from .files import read_bytes, sha256_bytes
+from .files import read_bytes, sha256_small
 
 _LINE = re.compile(r"^\s*[-*]\s+([^:]+?)\s*:\s*(.*?)\s*$")
 _AKA = re.compile(r"\(\s*aka\s*:\s*([^)]*)\)", re.IGNORECASE)
@@ -139,6 +139,6 @@ class DictionaryFile:
         except OSError:
             data, stamp = None, None  # unreadable: answer without aliases rather than not at all
         self.dictionary = EntityDictionary.parse(data) if data is not None else EntityDictionary()
-        self.digest = sha256_bytes(data) if data is not None else ""
+        self.digest = sha256_small(data) if data is not None else ""
         self._stamp = stamp
         return True

@@ -213,6 +213,20 @@ def sha256_bytes(data: bytes) -> str:
     return sha256(data).hexdigest()
 
 
+def sha256_small(data: bytes) -> str:
+    """sha256 of a small input (dictionary.md, read by every process at its first call) from CPython's own C code,
+    the one hashlib falls back to: importing hashlib loads OpenSSL (~3.5 ms of CPU in a new process), which a big
+    input repays and a few kilobytes do not. The same digest as `sha256_bytes`."""
+    try:
+        from _sha2 import sha256  # Python 3.12+
+    except ImportError:
+        try:
+            from _sha256 import sha256  # Python 3.11
+        except ImportError:  # pragma: no cover - an interpreter built without it
+            from hashlib import sha256
+    return sha256(data).hexdigest()
+
+
 def normalised_text(title: str, body: str) -> str:
     """What dedupe compares: NFKC, case-folded, whitespace collapsed."""
     return squeeze(nfkc_casefold(f"{title}\n{body}"))

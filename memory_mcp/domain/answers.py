@@ -1,7 +1,8 @@
 """The answers a one-shot text command builds and prints: the reconcile and index reports, recall's results and
-answer, the session-start context. Plain dataclasses (`Record`), so `memory-mcp recall` or `memory-mcp context`
-never imports pydantic (~70 ms of a ~100 ms call's floor); every other answer is a pydantic model in models.py,
-which re-exports these, and a pydantic model holds them as fields like any dataclass.
+answer, the session-start context (the status's own records: status_answers.py). Plain dataclasses (`Record`), so
+`memory-mcp recall`, `context` or `status` never imports pydantic (~70 ms of a ~100 ms call's floor); every other
+answer is a pydantic model in models.py, which re-exports these, and a pydantic model holds them as fields like
+any dataclass.
 """
 
 from __future__ import annotations

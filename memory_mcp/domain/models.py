@@ -33,6 +33,7 @@ from .answers import (
     Unparseable,
 )
 from .memory import ConflictRecord, Memory, first_paragraph
+from .status_answers import CompactionCandidate, DuplicatePair, ExpiredMemory, IndexFreshness, StatusAnswer
 from .vocabulary import MemoryType, State, Trust
 
 # what the conflict gate calls a neighbour it does not record (search/conflicts.py)
@@ -43,7 +44,8 @@ ListedKind = Literal["conflict", "possible-conflict", "near-duplicate", "related
 SettleCall = Literal["supersede", "keep_both"]
 
 # re-exported: the record is declared in memory.py (no pydantic, so the merge driver starts fast), the words
-# in vocabulary.py, the answers a one-shot text command prints in answers.py (no pydantic either)
+# in vocabulary.py, the answers a one-shot text command prints in answers.py and status_answers.py (no pydantic
+# either)
 __all__ = [
     "ConflictRecord",
     "Memory",
@@ -52,10 +54,14 @@ __all__ = [
     "Trust",
     "first_paragraph",
     "CollapsedResult",
+    "CompactionCandidate",
     "ConflictSummary",
     "ContextAnswer",
     "DocumentsReport",
+    "DuplicatePair",
+    "ExpiredMemory",
     "HandoffInfo",
+    "IndexFreshness",
     "IndexReport",
     "OpenConflict",
     "RecallAnswer",
@@ -66,6 +72,7 @@ __all__ = [
     "ScoreComponents",
     "SkippedDocument",
     "SourceStatus",
+    "StatusAnswer",
     "Unparseable",
 ]
 
@@ -310,71 +317,6 @@ class ForgetAnswer(Answer):
     state: str | None
     message: str
     index: IndexReport
-
-
-class CompactionCandidate(Answer):
-    entity: str
-    ids: list[str]
-    titles: list[str]
-    oldest: str
-    newest: str
-    suggestion: str
-
-
-class ExpiredMemory(Answer):
-    """An active memory past its `valid_until`: not served by default; review, archive or extend it."""
-
-    id: str
-    title: str
-    path: str
-    valid_until: str
-
-
-class IndexFreshness(Answer):
-    path: str
-    size_bytes: int
-    schema_version: int
-    built_at: str
-    last_reconcile: ReconcileReport
-    change_watch: str = Field(
-        default="off", description="'on (inotify)' when unchanged calls skip the scan, else 'off: <why>'."
-    )
-    not_restored_by_rebuild: list[str]
-
-
-class DuplicatePair(Answer):
-    """Two memories saying the same normalised text (e.g. remembered on two machines before a sync); recall
-    serves the pair once."""
-
-    kept_id: str
-    duplicate_id: str
-    title: str
-
-
-class StatusAnswer(Answer):
-    scope: str = "global"
-    scopes: list[str] = Field(default_factory=list, description="Scopes this server serves.")
-    sources: list[SourceStatus] = Field(default_factory=list, description="Indexed document sources.")
-    store: str
-    root: str
-    total: int
-    by_state: dict[str, int]
-    by_type: dict[str, int]
-    by_trust: dict[str, int]
-    by_origin: dict[str, int] = Field(default_factory=dict, description="Memories per origin (where they came from).")
-    handoff: HandoffInfo | None = Field(default=None, description="The current handoff (where work left off).")
-    unresolved_conflicts: list[ConflictSummary] = Field(description="The oldest open conflicts, at most 200.")
-    unresolved_conflicts_total: int = 0
-    review_due: list[ReviewDue]
-    expired: list[ExpiredMemory] = Field(
-        default_factory=list, description="Past valid_until, not recalled: review, archive or extend (edit)."
-    )
-    compaction_candidates: list[CompactionCandidate]
-    unparseable: list[Unparseable]
-    index: IndexFreshness
-    duplicates: list[DuplicatePair] = Field(
-        default_factory=list, description="Memories that say the same text (at most 200): archive or forget one."
-    )
 
 
 class ExportAnswer(Answer):

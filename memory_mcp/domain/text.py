@@ -256,3 +256,89 @@ def hangul_joined(text: str) -> str:
 def word_starts(text: str) -> list[tuple[int, str]]:
     """(position, word) of every word of `words`' split, in order: where a pattern anchored at a word may start."""
     return [(m.start(), m.group()) for m in _WORD.finditer(text)]
+
+
+# How a word sounds, as its consonants: what a name or a loanword keeps when written in the other script ("mask" /
+# 마스크, "pension" / 펜션, "check-in" / 체크인, "Carmen" / 카르멘). One letter per class of consonant (K, T, P, S, J, R,
+# M, N, H), vowels and glides dropped, a repeated class written once.
+_INITIAL_SOUND = ("K", "K", "N", "T", "T", "R", "M", "P", "P", "S", "S", "", "J", "J", "J", "K", "T", "P", "H")
+_FINAL_SOUND = (
+    *("", "K", "K", "KS", "N", "NJ", "N", "T", "R", "RK", "RM", "RP", "RS", "RT"),
+    *("RP", "R", "M", "P", "PS", "T", "T", "N", "T", "T", "K", "T", "P", ""),
+)
+_LATIN_SOUND = {
+    **dict.fromkeys("bpfv", "P"),
+    **dict.fromkeys("dt", "T"),
+    **dict.fromkeys("kgq", "K"),
+    **dict.fromkeys("jz", "J"),
+    **dict.fromkeys("lr", "R"),
+    "s": "S",
+    "m": "M",
+    "n": "N",
+    "x": "KS",
+}
+_DIGRAPH_SOUND = {"tch": "J", "ch": "J", "sh": "S", "ph": "P", "ck": "K", "qu": "K"}
+SOUND_KEY_MIN = 3  # consonants a key needs to say anything (two match far too many words)
+
+
+def sound_keys(word: str) -> frozenset[str]:
+    """The consonant keys of one word (letters of one script): Hangul by its jamo; Latin by its letters, with the
+    spellings Korean drops ("server" / 서버, "talk" / 톡: an r or l after a vowel, before a consonant or at the end;
+    "th" as T or S; a plural s) as variants.
+    Keys shorter than `SOUND_KEY_MIN` are left out; a word of neither script has none."""
+    return _sound_keys(fold(word))
+
+
+@lru_cache(maxsize=16384)
+def _sound_keys(word: str) -> frozenset[str]:
+    if HANGUL.search(word):
+        if not all(HANGUL.match(c) for c in word):
+            return frozenset()
+        out = []
+        for c in word:
+            code = ord(c) - 0xAC00
+            out.append(_INITIAL_SOUND[code // 588] + _FINAL_SOUND[code % 28])
+        keys = {_squeezed("".join(out))}
+    elif word.isascii() and word.isalpha():
+        keys = {_squeezed(v) for v in _latin_variants(word)}
+    else:
+        return frozenset()
+    return frozenset(k for k in keys if len(k) >= SOUND_KEY_MIN)
+
+
+def _latin_variants(word: str) -> list[str]:
+    variants = [""]
+    i = 0
+    plural = len(word) > 3 and word.endswith("s") and not word.endswith("ss")
+    while i < len(word):
+        c, rest = word[i], word[i:]
+        digraph = next((d for d in _DIGRAPH_SOUND if rest.startswith(d)), None)
+        if rest.startswith("th"):
+            variants = [v + s for v in variants for s in ("T", "S")][:8]
+            i += 2
+            continue
+        if digraph:
+            variants = [v + _DIGRAPH_SOUND[digraph] for v in variants]
+            i += len(digraph)
+            continue
+        if rest.startswith("ng") and len(rest) == 2:
+            variants = [v + "N" for v in variants]
+            break
+        if c in "rl" and i and word[i - 1] in _VOWELS and (i + 1 == len(word) or word[i + 1] not in _VOWELS):
+            # an r or l Korean may drop after a vowel: "form" / 폼, "server" / 서버, "talk" / 톡
+            variants = [v + s for v in variants for s in ("R", "")][:8]
+        elif c == "c":
+            sound = "S" if i + 1 < len(word) and word[i + 1] in "eiy" else "K"
+            variants = [v + sound for v in variants]
+        elif c == "h":
+            variants = [v + "H" for v in variants] if i == 0 else variants
+        elif c == "s" and plural and i == len(word) - 1:
+            variants = [*variants, *(v + "S" for v in variants)][:8]
+        else:
+            variants = [v + _LATIN_SOUND.get(c, "") for v in variants]
+        i += 1
+    return variants
+
+
+def _squeezed(key: str) -> str:
+    return "".join(c for i, c in enumerate(key) if not i or key[i - 1] != c)

@@ -306,6 +306,14 @@ CONCEPTS = {
     "contractor": "contractor contractors contratista contratistas 계약자",
     "due": "due vencen vence 마감 기한",
     "mode": "mode modo 모드",
+    # everyday attributes (issue 42's blind sets: shops, clubs, clinics, households)
+    "preference": "prefer prefers preferred preference preferences prefiero prefiere preferimos preferencia "
+    "preferencias 선호",
+    "discount": "discount discounts descuento descuentos 할인",
+    "member": "member members membership socio socios socia miembro miembros 회원 멤버",
+    "booking": "booking bookings booked reservation reservations reserve reserved cita citas reserva reservas 예약",
+    "order": "order orders ordering ordered pedido pedidos 주문",
+    "delivery": "delivery deliveries delivered courier shipping envío envíos mensajería 배송 택배",
 }
 # Concepts that name what a statement is about rather than which of its attributes: they do not make two
 # statements about "the search service" share an attribute.

@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import argparse
 import functools
+import gc
 import json
 import os
 import sys
@@ -520,6 +521,12 @@ def main(argv: list[str] | None = None) -> int:
     except BrokenPipeError:  # `memory-mcp status | head`: the reader left; not an error worth a traceback
         sys.stdout = open(os.devnull, "w")  # keeps the interpreter's final flush of stdout quiet
         return EXIT_OK
+    finally:
+        if argv is None:
+            # the program's own call (the console script, `python -m memory_mcp`): the process ends with it, so the
+            # interpreter's last collections need not walk every object it made (~15 ms of CPU, ~15% of a one-shot
+            # recall); atexit handlers, stream flushes and thread joins run as before
+            gc.freeze()
 
 
 def _main(argv: list[str] | None) -> int:

@@ -26,7 +26,7 @@ from pydantic import BaseModel, Field, ValidationError
 from pydantic.json_schema import GenerateJsonSchema, JsonSchemaValue
 from pydantic_core import core_schema
 
-from ..domain import answers
+from ..domain import answers, status_answers
 from ..domain.answers import RecallAnswer
 from ..domain.errors import InputError, MemoryMcpError
 from ..domain.fields import BY_NAME, EDIT_FIELDS, EDIT_VALUES
@@ -205,10 +205,12 @@ class _Registry:
             )
             tool.parameters = tool.fn_metadata.arg_model.model_json_schema(by_alias=True, schema_generator=LeanSchema)
             meta = tool.fn_metadata
-            record = getattr(answers, getattr(meta.output_model, "__name__", ""), None)
+            name = getattr(meta.output_model, "__name__", "")
+            record = getattr(answers, name, None) or getattr(status_answers, name, None)
             if isinstance(record, type) and issubclass(record, answers.Record):
-                # an answer declared as a plain dataclass (domain/answers.py): the SDK would publish a model of its
-                # bare type hints; pydantic's own schema of the dataclass keeps every field's description and default
+                # an answer declared as a plain dataclass (domain/answers.py, status_answers.py): the SDK would publish
+                # a model of its bare type hints; pydantic's own schema of the dataclass keeps every field's description
+                # and default
                 tool.fn_metadata = FuncMetadata(arg_model=meta.arg_model, output_model=record, wrap_output=False)
             if tool.fn_metadata.output_schema is not None:
                 tool.fn_metadata.output_schema = quick_to_validate(tool.fn_metadata.output_schema)

@@ -26,6 +26,7 @@ A read snapshot (`db.read_snapshot`) has nothing pending: it is scored here.
 
 from __future__ import annotations
 
+import json
 import math
 import re
 import sqlite3
@@ -34,15 +35,28 @@ from collections import OrderedDict
 from collections.abc import Sequence
 from dataclasses import dataclass, field
 
-from ..domain.text import FTS_TRIGRAM_TOKENIZER
-from .db import writing
+from ..domain.text import FTS_TRIGRAM_TOKENIZER, searchable
+from .db import searched_texts, writing
 from .fts_queries import tokenizer_probe
 
 K1 = 1.2
 B = 0.75
 
-# table names come from the planner's Corpus constants: their FTS5 shadow tables
-_CONTENT = {"fts_tri": "fts_tri_content", "fts_doc_tri": "fts_doc_tri_content"}
+# table names come from the planner's Corpus constants: the rows each contentless table was filled from
+_CONTENT = {"fts_tri": "memories", "fts_doc_tri": "doc_chunks"}
+
+
+def _searched_rows(conn: sqlite3.Connection, table: str, rowids: Sequence[int]) -> list[tuple[int, str, str, str]]:
+    """(rowid, title, entities, body) as the full-text table `table` was given them, by rowid."""
+    marks = ",".join("?" * len(rowids))
+    cur = conn.cursor()
+    cur.row_factory = None
+    rows = cur.execute(
+        f"SELECT rowid, title, entities, body FROM {_CONTENT[table]} WHERE rowid IN ({marks}) ORDER BY rowid", rowids
+    )
+    if table == "fts_tri":
+        return [(r[0], *searched_texts(r[1], [] if r[2] == "[]" else json.loads(r[2]), r[3])) for r in rows]
+    return [(r[0], searchable(r[1]), searchable(r[2]), searchable(r[3])) for r in rows]
 
 
 @dataclass
@@ -190,10 +204,7 @@ def exact_bm25(
     overlaps = [_overlapping(p) for p in folded]
     # integral weights (the defaults) add up exactly whatever the order: count × weight is FTS5's sum
     integral = all(float(w).is_integer() and abs(w) < 2**20 for w in weights)
-    marks = ",".join("?" * len(rowids))
-    cur = conn.cursor()
-    cur.row_factory = None
-    rows = cur.execute(f"SELECT id, c0, c1, c2 FROM {content} WHERE id IN ({marks})", rowids).fetchall()
+    rows = _searched_rows(conn, table, rowids)
     if not rows:
         return []
     # each column of every candidate folded in one call, NUL-separated (folding keeps positions and NUL), and

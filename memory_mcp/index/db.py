@@ -6,11 +6,11 @@ reconciler and the service call these to mirror the canon.
 
 from __future__ import annotations
 
-import hashlib
 import json
 import os
 import sqlite3
-from collections.abc import Iterable, Iterator
+import unicodedata
+from collections.abc import Callable, Iterable, Iterator
 from contextlib import contextmanager
 from dataclasses import dataclass
 from pathlib import Path
@@ -18,10 +18,30 @@ from typing import NamedTuple
 
 from ..canon.files import norm_hash, now_iso
 from ..domain.fields import COLUMNS
-from ..domain.memory import Memory, OptionalValues
+from ..domain.memory import Memory, OptionalValues, first_paragraph
 from ..domain.text import FTS_TRIGRAM_TOKENIZER, FTS_WORD_TOKENIZER, searchable
 
-SCHEMA_VERSION = 8
+SCHEMA_VERSION = 9
+
+# The full-text tables hold no copy of the text (version 9): contentless FTS5 tables (`content=''`) over the one copy
+# in `memories` (or `doc_chunks`). What was inserted is derived again from that copy to delete a row
+# (`searched_texts`), so the texts a delete hands FTS5 must be the ones it was given: the index records the Unicode
+# and SQLite versions that made them (TEXT_VERSIONS) and is rebuilt when either changes.
+FTS_TABLES = {
+    "fts_word": f"""CREATE VIRTUAL TABLE fts_word USING fts5 (
+    title, entities, body,
+    tokenize = "{FTS_WORD_TOKENIZER}", content = ''
+)""",
+    "fts_tri": f"CREATE VIRTUAL TABLE fts_tri USING fts5 (title, entities, body, tokenize = '{FTS_TRIGRAM_TOKENIZER}', "
+    "content = '')",
+    "fts_doc_word": f"""CREATE VIRTUAL TABLE fts_doc_word USING fts5 (
+    title, entities, body,
+    tokenize = "{FTS_WORD_TOKENIZER}", content = ''
+)""",
+    "fts_doc_tri": f"CREATE VIRTUAL TABLE fts_doc_tri USING fts5 (title, entities, body, "
+    f"tokenize = '{FTS_TRIGRAM_TOKENIZER}', content = '')",
+}
+TEXT_VERSIONS = f"unicode {unicodedata.unidata_version}, sqlite {sqlite3.sqlite_version}"
 
 _OPTIONAL_COLUMNS = "".join(f"\n    {name} TEXT," for name in COLUMNS)  # the field table's plain columns
 SCHEMA = f"""
@@ -45,8 +65,7 @@ CREATE TABLE memories (
     state TEXT NOT NULL,
     trust TEXT NOT NULL,
     title TEXT NOT NULL,
-    body TEXT NOT NULL,
-    excerpt TEXT NOT NULL,
+    body TEXT NOT NULL,            -- the one copy of the text: the excerpt is cut from it when read
     source TEXT NOT NULL,
     created TEXT NOT NULL,
     updated TEXT NOT NULL,{_OPTIONAL_COLUMNS}
@@ -56,8 +75,7 @@ CREATE TABLE memories (
     related TEXT NOT NULL,         -- JSON list of ids
     title_line INTEGER NOT NULL,
     body_line INTEGER NOT NULL,
-    norm_hash TEXT NOT NULL,       -- dedupe key: normalised title + body
-    body_sha TEXT NOT NULL         -- detects hand edits of the body
+    norm_hash TEXT NOT NULL        -- dedupe key: normalised title + body
 );
 CREATE INDEX memories_norm_hash ON memories (norm_hash);
 CREATE INDEX memories_valid_until ON memories (valid_until) WHERE valid_until IS NOT NULL;  -- expiry
@@ -96,11 +114,8 @@ CREATE INDEX conflicts_open ON conflicts (detected, pair_hash) WHERE status = 'o
 CREATE TABLE heat (memory_id TEXT PRIMARY KEY, recalls INTEGER NOT NULL, last_recalled TEXT NOT NULL);
 -- the ledger's paths in write order ('' = every file): what another process wrote (`ledger.written_since`)
 CREATE TABLE ledger_log (seq INTEGER PRIMARY KEY AUTOINCREMENT, path TEXT NOT NULL);
-CREATE VIRTUAL TABLE fts_word USING fts5 (
-    title, entities, body,
-    tokenize = "{FTS_WORD_TOKENIZER}", prefix = '1 2 3'
-);
-CREATE VIRTUAL TABLE fts_tri USING fts5 (title, entities, body, tokenize = '{FTS_TRIGRAM_TOKENIZER}');
+{FTS_TABLES["fts_word"]};
+{FTS_TABLES["fts_tri"]};
 -- indexed documents (read-only sources from settings): the same ledger idea, and chunks with line ranges
 CREATE TABLE doc_files (
     path TEXT PRIMARY KEY,           -- absolute path
@@ -123,11 +138,8 @@ CREATE TABLE doc_chunks (
     updated TEXT NOT NULL
 );
 CREATE INDEX doc_chunks_path ON doc_chunks (path);
-CREATE VIRTUAL TABLE fts_doc_word USING fts5 (
-    title, entities, body,
-    tokenize = "{FTS_WORD_TOKENIZER}", prefix = '1 2 3'
-);
-CREATE VIRTUAL TABLE fts_doc_tri USING fts5 (title, entities, body, tokenize = '{FTS_TRIGRAM_TOKENIZER}');
+{FTS_TABLES["fts_doc_word"]};
+{FTS_TABLES["fts_doc_tri"]};
 """
 
 
@@ -199,9 +211,30 @@ def connect(path: Path | str) -> sqlite3.Connection:
     return conn
 
 
+def _texts_once(conn: sqlite3.Connection) -> None:
+    """Version 9: the full-text tables made contentless and filled again from the one copy of each text; the stored
+    excerpt and body digest dropped (both are read from the body)."""
+    for table, sql in FTS_TABLES.items():
+        conn.execute(f"DROP TABLE {table}")
+        conn.execute(sql)
+    memories = conn.execute("SELECT rowid, title, entities, body FROM memories")
+    rows = [(r[0], *searched_texts(r[1], json.loads(r[2]), r[3])) for r in memories]
+    chunks = conn.execute("SELECT rowid, title, entities, body FROM doc_chunks")
+    doc_rows = [(r[0], searchable(r[1]), searchable(r[2]), searchable(r[3])) for r in chunks]
+    for tables, filled in ((("fts_word", "fts_tri"), rows), (("fts_doc_word", "fts_doc_tri"), doc_rows)):
+        for table in tables:
+            conn.executemany(f"INSERT INTO {table} (rowid, title, entities, body) VALUES (?,?,?,?)", filled)
+    have = {row[1] for row in conn.execute("PRAGMA table_info(memories)")}
+    for column in ("excerpt", "body_sha"):
+        if column in have:
+            conn.execute(f"ALTER TABLE memories DROP COLUMN {column}")
+    set_meta(conn, "text_versions", TEXT_VERSIONS)
+
+
 # Upgrades that derive what is new from what the index already holds, so recall counts (index-only) and
-# stored vectors survive the upgrade; an index too old for these is rebuilt from canon instead.
-MIGRATIONS: dict[int, tuple[str, ...]] = {
+# stored vectors survive the upgrade; an index too old for these is rebuilt from canon instead. A step is SQL, or a
+# function of the connection (inside the step's transaction).
+MIGRATIONS: dict[int, tuple[str | Callable[[sqlite3.Connection], None], ...]] = {
     3: (
         "CREATE TABLE memory_flags (rowid INTEGER PRIMARY KEY, type TEXT NOT NULL, state TEXT NOT NULL, "
         "trust TEXT NOT NULL)",
@@ -234,6 +267,7 @@ MIGRATIONS: dict[int, tuple[str, ...]] = {
         "CREATE TABLE ledger_log (seq INTEGER PRIMARY KEY AUTOINCREMENT, path TEXT NOT NULL)",
         "CREATE INDEX conflicts_open ON conflicts (detected, pair_hash) WHERE status = 'open'",
     ),
+    8: (_texts_once,),
 }
 
 
@@ -247,7 +281,10 @@ def migrate(conn: sqlite3.Connection) -> None:
     while version in MIGRATIONS:
         with atomic(conn):
             for statement in MIGRATIONS[version]:
-                conn.execute(statement)
+                if isinstance(statement, str):
+                    conn.execute(statement)
+                else:
+                    statement(conn)
             version += 1
             conn.execute("UPDATE meta SET value = ? WHERE key = 'schema_version'", (str(version),))
     if version == SCHEMA_VERSION:
@@ -314,6 +351,9 @@ def schema_problem(conn: sqlite3.Connection, integrity: bool = True) -> str | No
             return "index has no schema version"
         if int(row[0]) != SCHEMA_VERSION:
             return f"index schema version {row[0]} != {SCHEMA_VERSION}"
+        made_by = meta_value(conn, "text_versions")
+        if made_by != TEXT_VERSIONS:  # a delete would hand the contentless tables other texts than they were given
+            return f"index texts made with {made_by or 'unknown versions'}, not {TEXT_VERSIONS}"
         conn.execute("SELECT count(*) FROM memories").fetchone()
         conn.execute("SELECT count(*) FROM fts_word WHERE fts_word MATCH 'x'").fetchone()
         conn.execute("SELECT count(*) FROM fts_tri WHERE fts_tri MATCH 'xyz'").fetchone()
@@ -330,8 +370,8 @@ def create_schema(conn: sqlite3.Connection) -> None:
     for sql in LATE_INDEXES.values():
         conn.execute(sql)
     conn.execute(
-        "INSERT INTO meta (key, value) VALUES ('schema_version', ?), ('built_at', ?)",
-        (str(SCHEMA_VERSION), now_iso()),
+        "INSERT INTO meta (key, value) VALUES ('schema_version', ?), ('built_at', ?), ('text_versions', ?)",
+        (str(SCHEMA_VERSION), now_iso(), TEXT_VERSIONS),
     )
 
 
@@ -433,6 +473,16 @@ def optimize_search(conn: sqlite3.Connection) -> None:
         conn.execute(f"INSERT INTO {table} ({table}) VALUES ('optimize')")
 
 
+def compact(conn: sqlite3.Connection) -> None:
+    """Rewrite the file without its free pages (VACUUM), outside any transaction: after an index is built from
+    nothing, FTS5's merge (`optimize_search`) has left about a sixth of the file free. Only space is at stake:
+    a VACUUM that cannot run now (another statement open on this connection, a busy file) is left out."""
+    try:
+        conn.execute("VACUUM")
+    except sqlite3.OperationalError:
+        pass
+
+
 def data_version(conn: sqlite3.Connection) -> int:
     """Changes whenever *another* connection commits to this database (SQLite's PRAGMA data_version)."""
     return conn.execute("PRAGMA data_version").fetchone()[0]
@@ -443,11 +493,9 @@ def data_version(conn: sqlite3.Connection) -> int:
 
 def pair_hash(a: str, b: str) -> str:
     lo, hi = sorted((a, b))
-    return hashlib.sha256(f"conflict:{lo}:{hi}".encode()).hexdigest()[:16]
+    from hashlib import sha256  # here: loading OpenSSL (~3.5 ms) would slow every one-shot call, which records no pair
 
-
-def body_sha(body: str) -> str:
-    return hashlib.sha256(body.encode("utf-8")).hexdigest()
+    return sha256(f"conflict:{lo}:{hi}".encode()).hexdigest()[:16]
 
 
 def entity_text(entities: Iterable[str]) -> str:
@@ -463,13 +511,24 @@ def drop_memory_at(conn: sqlite3.Connection, path: str) -> None:
 
 
 def _drop_memory_row(conn: sqlite3.Connection, rowid: int, mem_id: str) -> None:
+    row = conn.execute("SELECT title, entities, body FROM memories WHERE rowid = ?", (rowid,)).fetchone()
+    if row is not None:  # the full-text rows first, from the texts they were made of (contentless tables)
+        searched = (rowid, *searched_texts(row[0], json.loads(row[1]), row[2]))
+        for table in ("fts_word", "fts_tri"):
+            conn.execute(
+                f"INSERT INTO {table} ({table}, rowid, title, entities, body) VALUES ('delete',?,?,?,?)", searched
+            )
     conn.execute("DELETE FROM memories WHERE rowid = ?", (rowid,))
     conn.execute("DELETE FROM memory_flags WHERE rowid = ?", (rowid,))
-    conn.execute("DELETE FROM fts_word WHERE rowid = ?", (rowid,))
-    conn.execute("DELETE FROM fts_tri WHERE rowid = ?", (rowid,))
     conn.execute("DELETE FROM entities WHERE memory_rowid = ?", (rowid,))
     conn.execute("DELETE FROM supersede_links WHERE new_id = ?", (mem_id,))
     conn.execute("DELETE FROM conflicts WHERE recorded_in = ?", (mem_id,))
+
+
+def searched_texts(title: str, entities: list[str], body: str) -> tuple[str, str, str]:
+    """(title, entities, body) as a memory's full-text rows hold them: what was inserted, and what a delete and the
+    re-scoring leg (`bm25.exact_bm25`) derive again from the memory's row."""
+    return searchable(title), searchable(entity_text(entities)), searchable(body)
 
 
 def put_memory(conn: sqlite3.Connection, path: str, mem: Memory, entities: list[str]) -> None:
@@ -478,10 +537,10 @@ def put_memory(conn: sqlite3.Connection, path: str, mem: Memory, entities: list[
     for row in old:
         _drop_memory_row(conn, row[0], row[1])
     cur = conn.execute(
-        f"""INSERT INTO memories (id, path, type, state, trust, title, body, excerpt, source, created,
+        f"""INSERT INTO memories (id, path, type, state, trust, title, body, source, created,
                updated, entities, supersedes, superseded_by, related, title_line,
-               body_line, norm_hash, body_sha, {", ".join(COLUMNS)})
-           VALUES (?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?{",?" * len(COLUMNS)})""",
+               body_line, norm_hash, {", ".join(COLUMNS)})
+           VALUES (?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?{",?" * len(COLUMNS)})""",
         (
             mem.id,
             path,
@@ -490,7 +549,6 @@ def put_memory(conn: sqlite3.Connection, path: str, mem: Memory, entities: list[
             mem.trust.value,
             mem.title,
             mem.body,
-            mem.excerpt,
             mem.source,
             mem.created,
             mem.updated,
@@ -501,7 +559,6 @@ def put_memory(conn: sqlite3.Connection, path: str, mem: Memory, entities: list[
             mem.title_line,
             mem.body_line,
             norm_hash(mem.title, mem.body),
-            body_sha(mem.body),
             *(getattr(mem, name) for name in COLUMNS),
         ),
     )
@@ -510,7 +567,7 @@ def put_memory(conn: sqlite3.Connection, path: str, mem: Memory, entities: list[
         "INSERT OR REPLACE INTO memory_flags (rowid, type, state, trust) VALUES (?,?,?,?)",
         (rowid, mem.type.value, mem.state.value, mem.trust.value),
     )
-    searched = (rowid, searchable(mem.title), searchable(entity_text(entities)), searchable(mem.body))
+    searched = (rowid, *searched_texts(mem.title, entities, mem.body))
     conn.execute("INSERT INTO fts_word (rowid, title, entities, body) VALUES (?,?,?,?)", searched)
     conn.execute("INSERT INTO fts_tri (rowid, title, entities, body) VALUES (?,?,?,?)", searched)
     conn.executemany(
@@ -550,7 +607,6 @@ class IndexedMemory(OptionalValues):
     trust: str
     title: str
     body: str
-    excerpt: str
     source: str
     created: str
     updated: str
@@ -561,13 +617,17 @@ class IndexedMemory(OptionalValues):
     title_line: int
     body_line: int
     norm_hash: str
-    body_sha: str
     # and the field table's plain columns (OptionalValues), selected last in its order
+
+    @property
+    def excerpt(self) -> str:
+        """The body's first paragraph, cut to its length (`domain.memory.first_paragraph`): not stored."""
+        return first_paragraph(self.body)
 
 
 _CORE_COLUMNS = (
-    "rowid, id, path, type, state, trust, title, body, excerpt, source, created, updated, "
-    "entities, supersedes, superseded_by, related, title_line, body_line, norm_hash, body_sha"
+    "rowid, id, path, type, state, trust, title, body, source, created, updated, "
+    "entities, supersedes, superseded_by, related, title_line, body_line, norm_hash"
 )
 _CORE = _CORE_COLUMNS.count(",") + 1
 _COLUMNS = ", ".join([_CORE_COLUMNS, *COLUMNS])
@@ -575,7 +635,7 @@ _COLUMNS = ", ".join([_CORE_COLUMNS, *COLUMNS])
 
 def _indexed(row: sqlite3.Row | tuple) -> IndexedMemory:
     values = list(row)
-    for i in (12, 13, 14, 15):
+    for i in (11, 12, 13, 14):
         # most of these lists are empty: "[]" skips the JSON decoder (a recall reads ~100 rows, 4 lists each)
         values[i] = [] if values[i] == "[]" else json.loads(values[i])
     return IndexedMemory(*values[:_CORE], **dict(zip(COLUMNS, values[_CORE:], strict=True)))

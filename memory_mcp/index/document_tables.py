@@ -57,10 +57,14 @@ def record_doc_file(
 
 
 def drop_chunks(conn: sqlite3.Connection, path: str) -> None:
-    rowids = [r[0] for r in conn.execute("SELECT rowid FROM doc_chunks WHERE path = ?", (path,))]
-    for rowid in rowids:
-        conn.execute("DELETE FROM fts_doc_word WHERE rowid = ?", (rowid,))
-        conn.execute("DELETE FROM fts_doc_tri WHERE rowid = ?", (rowid,))
+    # the full-text tables are contentless (index/db.py FTS_TABLES): a row is deleted with the texts it was given
+    rows = conn.execute("SELECT rowid, title, entities, body FROM doc_chunks WHERE path = ?", (path,)).fetchall()
+    for rowid, title, label, body in rows:
+        searched = (rowid, searchable(title), searchable(label), searchable(body))
+        for table in DOC_FTS_TABLES:  # names from the constant above, never from input
+            conn.execute(
+                f"INSERT INTO {table} ({table}, rowid, title, entities, body) VALUES ('delete',?,?,?,?)", searched
+            )
     conn.execute("DELETE FROM doc_chunks WHERE path = ?", (path,))
 
 

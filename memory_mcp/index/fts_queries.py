@@ -78,6 +78,24 @@ def tokenizer_probe(tokenizer: str) -> sqlite3.Connection:
     return _PROBES[tokenizer]
 
 
+def word_sizes(title: str, entities: str, body: str) -> bytes:
+    """FTS5's docsize record (tokens per column) of a row of these three texts in a word table: what the index
+    holds for a memory whose full-text row was made of them (`reads.fts_word_sizes`)."""
+    with _WORD_PROBE_LOCK:
+        probe = _PROBES.get("sizes")
+        if probe is None:
+            probe = sqlite3.connect(":memory:", isolation_level=None, check_same_thread=False)
+            probe.execute(
+                f"CREATE VIRTUAL TABLE sized USING fts5 (title, entities, body, tokenize = '{WORD_TOKENIZER}')"
+            )
+            _PROBES["sizes"] = probe
+        probe.execute("INSERT INTO sized (rowid, title, entities, body) VALUES (1, ?, ?, ?)", (title, entities, body))
+        try:
+            return bytes(probe.execute("SELECT sz FROM sized_docsize WHERE id = 1").fetchone()[0])
+        finally:
+            probe.execute("DELETE FROM sized WHERE rowid = 1")
+
+
 def _probe(chars: Iterable[str]) -> None:
     """Ask SQLite itself, once per character, what the word tables' tokenizer makes of `x?x`: one token (the
     character kept inside a word, folded its way) or two (a split). Its Unicode tables are not Python's."""

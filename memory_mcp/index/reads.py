@@ -10,6 +10,7 @@ import json
 import sqlite3
 from collections.abc import Iterator, Sequence
 
+from ..domain.memory import first_paragraph
 from .db import ODD_STAMP
 
 COUNTED_COLUMNS = ("state", "type", "trust", "origin")  # the only columns `counts_by` may group by
@@ -167,13 +168,14 @@ def superseded_at(conn: sqlite3.Connection, mem_id: str) -> str | None:
     return str(row[0]) if row and row[0] is not None else None
 
 
-def active_for_export(conn: sqlite3.Connection) -> list[sqlite3.Row]:
+def active_for_export(conn: sqlite3.Connection) -> list[tuple[str, str, str, str, str]]:
     """(id, type, title, excerpt, updated) of active memories, newest first."""
-    return conn.execute(
-        "SELECT id, type, title, excerpt, updated FROM memories WHERE state = 'active' "
+    rows = conn.execute(
+        "SELECT id, type, title, body, updated FROM memories WHERE state = 'active' "
         # ids break same-second ties: ULIDs sort by creation time, so this stays newest first
         "ORDER BY updated DESC, created DESC, id DESC"
-    ).fetchall()
+    )
+    return [(r[0], r[1], r[2], first_paragraph(r[3]), r[4]) for r in rows]
 
 
 def texts_by_id(conn: sqlite3.Connection, ids: Sequence[str]) -> dict[str, tuple[str, str, str]]:
@@ -199,10 +201,11 @@ def memory_paths(conn: sqlite3.Connection) -> set[str]:
     return {r[0] for r in conn.execute("SELECT path FROM memories")}
 
 
-def fts_word_row(conn: sqlite3.Connection, rowid: int) -> tuple[str, str] | None:
-    """(title, body) the word index holds for a memory row."""
-    row = conn.execute("SELECT title, body FROM fts_word WHERE rowid = ?", (rowid,)).fetchone()
-    return (row[0], row[1]) if row is not None else None
+def fts_word_sizes(conn: sqlite3.Connection, rowid: int) -> bytes | None:
+    """The word index's record of a memory row's length (tokens per column, FTS5's docsize), None when it has none:
+    the contentless table keeps no text to compare (`fts_queries.word_sizes` gives the same record for a text)."""
+    row = conn.execute("SELECT sz FROM fts_word_docsize WHERE id = ?", (rowid,)).fetchone()
+    return bytes(row[0]) if row is not None else None
 
 
 def counts_by(conn: sqlite3.Connection, column: str) -> dict[str, int]:

@@ -134,7 +134,8 @@ _THOUSANDS = re.compile(r"\d{1,3}(?:,\d{3})+")
 _KILO = re.compile(r"\d+(?:\.\d+)?k")
 _NAME = re.compile(r"[A-Za-z][A-Za-z0-9+#]*")
 _ES_MARKS = frozenset("el la los las del de que es son por para con se y su al lo una un".split())
-_EN_MARKS = frozenset("the is are of to in on for with and a an by at it".split())
+# not "a": a Spanish preposition as often as an English article ("Cultura cierra a las 20:00" read as English)
+_EN_MARKS = frozenset("the is are of to in on for with and an by at it".split())
 _KO_COUNTERS = ("회", "번", "개", "명", "대", "건", "줄", "자")
 
 
@@ -185,6 +186,13 @@ class Claim:
 def concept_words(name: str) -> frozenset[str]:
     """Every folded, stemmed word the lexicon gives a concept (owner → owner, owned, responsable, 담당자…)."""
     return frozenset(w for w, c in _CONCEPT.items() if c == name and len(w) >= 2)
+
+
+def weekday_words() -> frozenset[str]:
+    """Each weekday's name in every language the vocabulary knows ("friday", "viernes", "금요일")."""
+    return frozenset(
+        fold(w) for words in vocab.WEEKDAYS.values() for w in words.split() if len(w) > 4 or HANGUL.search(w)
+    )
 
 
 def is_function_word(t: Term) -> bool:

@@ -12,13 +12,16 @@ from __future__ import annotations
 
 import sqlite3
 from collections.abc import Callable
-from dataclasses import dataclass
+from dataclasses import dataclass, field
+from functools import lru_cache
 from typing import Any
 
+from ..domain.text import HANGUL, fold, sound_keys, stem
+from ..domain.text import words as split_words
 from ..index import conflict_pairs as conflict_table
 from ..index import db as ix
 from ..index import vectors as vector_table
-from .claims import Statement, claim_of, concept, concept_words, is_function_word
+from .claims import Statement, claim_of, concept, concept_words, entity_words, is_function_word, weekday_words
 from .conflict_rules import EVENT_TYPES
 from .planner import STOPWORDS, terms_of
 from .semantic import Semantic, SemanticUnavailable
@@ -48,6 +51,10 @@ class Candidates:
 
     memories: list[ix.IndexedMemory]
     broad: frozenset[str]
+    # what found a memory sharing no entity with the new one, when it is not its words: its text names one of the
+    # new memory's entities (id → "names hardwood"), or a tag of its in the other script sounds like one of the new
+    # memory's words (id → "sounds like: masks / 마스크")
+    found_by: dict[str, str] = field(default_factory=dict)
 
 
 def find_candidates(
@@ -67,7 +74,10 @@ def find_candidates(
     few = [e for e in entities if counts.get(e, 0) <= ALL_OF_AN_ENTITY]
     many = [e for e in entities if counts.get(e, 0) > ALL_OF_AN_ENTITY]
     rowids = conflict_table.rowids_sharing_an_entity(conn, few, types)
-    words = sorted(_search_words(new))[:96]
+    # an entity few memories carry is searched as a word too: a memory may name it without the tag
+    # ("Hardwood orders go to Baird Brothers" / "Hardwood for the shop comes from Johnson Lumber")
+    named = tuple(e for e in entities if counts.get(e, 0) < BROAD_ENTITY)
+    words = sorted(_search_words(new, named))[:96]
     if words:
         # stems as prefixes (the index holds "회의록은", the stem is "회의록"), plus the other words and
         # languages of the new statement's attributes (owner → responsable, 담당자)
@@ -77,6 +87,9 @@ def find_candidates(
             rowids |= conflict_table.rowids_matching_words(conn, expr, types, WORD_MATCHES_ON_AN_ENTITY, many)
     if nearest is not None:
         rowids |= nearest(new, types)
+    sounding = _sounding_entities(conn, new)
+    if sounding:
+        rowids |= conflict_table.rowids_sharing_an_entity(conn, list(sounding), types)
     broad = frozenset(e for e in entities if counts.get(e, 0) >= BROAD_ENTITY)
     recorded = conflict_table.recorded_pairs(conn) if skip_recorded else set()
     found = [
@@ -84,7 +97,52 @@ def find_candidates(
         for mem in ix.memories_by_rowid(conn, sorted(rowids)).values()
         if mem.id != new_id and ix.pair_hash(mem.id, new_id) not in recorded
     ]
-    return Candidates(found, broad)
+    found_by: dict[str, str] = {}
+    for mem in found:
+        if set(mem.entities) & set(entities):
+            continue
+        text = f" {' '.join(split_words(fold(f'{mem.title} {mem.body}')))} "
+        if names := [e for e in named if _telling(e) and f" {' '.join(split_words(fold(e)))} " in text]:
+            found_by[mem.id] = f"names {', '.join(names[:2])}"
+        elif tags := [t for t in mem.entities if t in sounding]:
+            found_by[mem.id] = f"sounds like: {sounding[tags[0]]} / {tags[0]}"
+    return Candidates(found, broad, found_by)
+
+
+def _sounding_entities(conn: sqlite3.Connection, new: Statement) -> dict[str, str]:
+    """The stored entities written in the other script (Hangul / Latin) that sound like a word or an entity of the
+    new statement ("masks" / 마스크, 펜션 / "pension", "check-in" / 체크인: `sound_keys`), each with that word: what
+    connects two languages without an embedder where no word, concept or tag does."""
+    mine: dict[str, tuple[str, bool]] = {}
+    for word in [*split_words(fold(new.text)), *new.entities]:
+        hangul = bool(HANGUL.search(word))
+        for key in _word_keys(stem(word) if hangul else word):
+            mine.setdefault(key, (word, hangul))
+    if not mine:
+        return {}
+    found: dict[str, str] = {}
+    for tag in conflict_table.entity_names(conn):  # the memories carrying one are filtered by type and state after
+        for key in _word_keys(tag):
+            hit = mine.get(key)
+            if hit is not None and hit[1] != bool(HANGUL.search(tag)):
+                found[tag] = hit[0]
+                break
+    return found
+
+
+def _telling(entity: str) -> bool:
+    """An entity whose name says something when a text writes it (not "me", "we", "ops")."""
+    return len(f := fold(entity)) >= 4 and f not in STOPWORDS
+
+
+@lru_cache(maxsize=16384)
+def _word_keys(word: str) -> frozenset[str]:
+    """The sound keys of a word or an entity ("study-rooms": the parts joined, and each part)."""
+    parts = split_words(fold(word).replace("_", " "))
+    keys = sound_keys("".join(parts)) if len(parts) > 1 else frozenset()
+    for part in parts:
+        keys |= sound_keys(part)
+    return keys
 
 
 def semantic_nearest(conn: sqlite3.Connection, semantic: Semantic) -> Nearest:
@@ -143,13 +201,22 @@ def broad_entities(conn: sqlite3.Connection, entities: list[str]) -> frozenset[s
     return frozenset(e for e in entities if counts.get(e, 0) >= BROAD_ENTITY)
 
 
-def _search_words(s: Statement) -> set[str]:
+def _search_words(s: Statement, named: tuple[str, ...] = ()) -> set[str]:
     """What the candidate search looks for: the statement's attribute words and names (not its function words,
-    entities or numbers: those are everywhere), and every word the lexicon gives its concepts."""
+    numbers or broad entities: those are everywhere), the words of the `named` entities (few memories carry them),
+    and every word the lexicon gives their concepts, in every language it knows."""
     c = claim_of(s)
-    words = {t.stem for t in terms_of(s.text) if not is_function_word(t) and t.stem not in c.entity_words}
-    words |= {n for n in c.names if n not in c.entity_words}
-    for w in c.words:
-        if concept(w):
-            words |= concept_words(w) | {w}
+    # an entity of one word ("hardwood", "passwords": its concept's words too), or of several as one phrase
+    # ("deploy-server", not every memory about deploys)
+    single = [f for e in named if len(split_words(f := fold(e))) == 1]
+    own = entity_words(tuple(single))
+    skip = c.entity_words - own
+    words = {t.stem for t in terms_of(s.text) if not is_function_word(t) and t.stem not in skip}
+    words |= {n for n in c.names if n not in skip}
+    words |= {w for w in own if not concept(w)} | {fold(e) for e in named}
+    for w in c.words | own:
+        if name := concept(w):
+            words |= concept_words(name) | {w}
+    if c.value("weekday"):  # a day in one language finds the days said in another ("viernes" / "on Tuesdays")
+        words |= weekday_words()
     return {w for w in words if len(w) >= 2 and w not in STOPWORDS}

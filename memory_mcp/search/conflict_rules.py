@@ -155,6 +155,12 @@ class Assessment:
     title_shift: tuple[float, ...] | None = None
     # set by `conflict_weighing.weigh`: the learnt probability that the new statement contradicts the old one
     weight: float | None = None
+    # with an embedder, when its cosine changed the verdict (a pair in two languages judged again): the verdict the
+    # keywords alone gave, which alone decides whether the pair is written (`conflict_weighing.weigh`)
+    keyword: Assessment | None = None
+    # what found a memory sharing no entity with the new one, beside words: it names one of the new memory's entities,
+    # or a tag of its in the other script sounds like one of the new memory's words (`conflict_candidates`)
+    found_by: str | None = None
 
 
 @lru_cache(maxsize=16384)

@@ -60,11 +60,19 @@ def judge_neighbours(
     judged: list[Judged] = []
     for mem in found.memories:
         old = statement_of(mem)
-        judged.append((mem, old, assess(new, old, near_text, broad)))
+        verdict = assess(new, old, near_text, broad)
+        if mem.id in found.found_by:  # the evidence that found it, first
+            verdict = replace(
+                verdict, reasons=[found.found_by[mem.id], *verdict.reasons], found_by=found.found_by[mem.id]
+            )
+        judged.append((mem, old, verdict))
     if embed is not None:
         judged = _weigh_with_embeddings(new, judged, near_text, broad, embed)
     mark_among_neighbours([v.signals for _, _, v in judged if v.signals is not None])
     if embed is not None:
+        # the verdicts the keywords alone gave to the pairs the cosine judged again: marked among the same
+        # neighbours (the marks read no cosine, so the others' stay as they are), for the write decision
+        mark_among_neighbours([s for _, _, v in judged if (s := (v.keyword or v).signals) is not None])
         _mark_cosines(new, judged, embed)
     return _closest_attribute_with_a_cue(new, judged, broad)
 
@@ -139,21 +147,27 @@ def mark_among_neighbours(signals: list[PairSignals]) -> None:
 
 def weigh(verdict: Assessment, semantic: bool = False) -> Assessment:
     """The final verdict on a pair: the rules' signals weighed by the model learnt on the development sets
-    (`conflict_model`), with the probability kept as `weight`. At `WRITE_AT` or above (fitted for precision ≥ 0.95)
-    the pair is a conflict, written into the newer file, unless the rules found the two agreeing and nothing says a
-    value moved (`CHANGE_SIGNS`); from `POSSIBLE_AT` a possible conflict unless the rules found the two agreeing (a
-    near-duplicate stays one); below, the rules' related or near-duplicate stands. A verdict the rules alone settle
-    (no signals) is returned as it is."""
+    (`conflict_model`), with the probability kept as `weight`, which ranks the list. The pair is a conflict, written
+    into the newer file, when the **keyword** model weighs the keywords' own verdict at its `WRITE_AT` or above
+    (fitted for precision ≥ 0.95) and the rules did not find the two agreeing with nothing saying a value moved
+    (`CHANGE_SIGNS`): an embedder ranks and widens the list but never decides what is written (its own threshold,
+    fitted on fewer sets, wrote 4 false alarms in 25 pairs on held-out-7 and -8; and reindex, which re-judges open
+    pairs without an embedder, would have closed what it wrote). From `POSSIBLE_AT` a possible conflict unless the
+    rules found the two agreeing (a near-duplicate stays one); below, the rules' related or near-duplicate stands.
+    A verdict the rules alone settle (no signals) is returned as it is."""
     if verdict.signals is None:
         return verdict
     # its fields, not a copy (a hot path)
     p = conflict_model.probability(vars(verdict.signals), semantic, verdict.title_shift)
-    write_at, possible_at = conflict_model.thresholds(semantic)
+    possible_at = conflict_model.thresholds(semantic)[1]
+    by_words = verdict.keyword if verdict.keyword is not None and verdict.keyword.signals is not None else verdict
+    kw_signals = by_words.signals or verdict.signals
+    written = conflict_model.probability(vars(kw_signals)) if semantic or by_words is not verdict else p
     # the rules' own hedges go; what they found stays ("a change cue, and the closest attribute...")
     found = [r.removeprefix("possible conflict: ") for r in verdict.reasons if r not in _RULE_HEDGES]
-    agreeing = verdict.kind == NEIGHBOUR_DUPLICATE and not verdict.signals.change_sign
-    if p >= write_at and not agreeing:
-        return replace(verdict, conflict=True, kind=NEIGHBOUR_RELATED, reasons=found, weight=p)
+    agreeing = by_words.kind == NEIGHBOUR_DUPLICATE and not kw_signals.change_sign
+    if written >= conflict_model.thresholds()[0] and not agreeing:
+        return replace(verdict, conflict=True, kind=NEIGHBOUR_RELATED, reasons=found, weight=max(p, written))
     if p >= possible_at and verdict.kind != NEIGHBOUR_DUPLICATE:  # agreeing values are no suspicion
         return replace(verdict, conflict=False, kind=NEIGHBOUR_POSSIBLE, reasons=found, weight=p)
     if verdict.conflict or verdict.kind == NEIGHBOUR_POSSIBLE:
@@ -189,8 +203,8 @@ def _closest_attribute_with_a_cue(
         return judged
     i = scored[0][1]
     mem, old, verdict = judged[i]
-    if verdict.signals is not None:
-        verdict.signals.closest_attribute = 1.0
+    for signals in {id(s): s for s in (verdict.signals, (verdict.keyword or verdict).signals) if s}.values():
+        signals.closest_attribute = 1.0
     if not (a.cues or a.negated) or any(v.conflict or v.kind != NEIGHBOUR_RELATED for _, _, v in judged):
         return judged
     why = (
@@ -200,6 +214,8 @@ def _closest_attribute_with_a_cue(
     )
     if verdict.signals is not None:
         verdict.signals.rule_possible = 1.0
+    if verdict.keyword is not None and verdict.keyword.signals is not None:
+        verdict.keyword.signals.rule_possible = 1.0
     out = list(judged)
     out[i] = (
         mem,
@@ -211,6 +227,8 @@ def _closest_attribute_with_a_cue(
             NEIGHBOUR_POSSIBLE,
             True,
             verdict.signals,
+            keyword=verdict.keyword,
+            found_by=verdict.found_by,
         ),
     )
     return out
@@ -268,5 +286,12 @@ def _weigh_with_embeddings(
     for i in open_:
         mem, old, _ = judged[i]
         cosine = _cos(vecs[masked_new], vecs[claim_of(old).masked])
-        out[i] = (mem, old, assess(new, old, near_text, broad, cosine))
+        by_words = judged[i][2]
+        again = assess(new, old, near_text, broad, cosine)
+        first = [by_words.found_by] if by_words.found_by else []
+        out[i] = (
+            mem,
+            old,
+            replace(again, keyword=by_words, found_by=by_words.found_by, reasons=[*first, *again.reasons]),
+        )
     return out

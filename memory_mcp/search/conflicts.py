@@ -7,8 +7,10 @@ the agent judgement material and writes into the user's files only what it is ne
 - **listed**: the new memory's neighbours (`conflict_candidates`), judged pair by pair (`conflict_rules`) and
   weighed (`conflict_weighing`), best first by that weight, at most `MAX_LISTED`, each with one line of
   evidence and the one call that settles it (`settle`: supersede, or keep_both: "not a conflict", which
-  records the pair so it is never listed again). A neighbour is listed when its weight reaches `LIST_AT` or it
-  shares an entity with the new memory; an old episode (an event stays true) never is.
+  records the pair so it is never listed again). A neighbour is listed when its weight reaches `LIST_AT`, it
+  shares an entity with the new memory, its text names one of the new memory's entities, or one of its entities,
+  in the other script, sounds like one of the new memory's words ("masks" / 마스크); an old episode (an event stays
+  true) never is.
 - **written**: a listed pair weighed at the model's `WRITE_AT` (fitted for precision ≥ 0.95 on the development
   sets by bench/conflicts_train.py), unless the rules found the two agreeing with nothing that says a value moved,
   is recorded in the newer memory's frontmatter (`conflicts:`, open) and shown at every session start until
@@ -99,7 +101,7 @@ def find_neighbours(
     )
     shared = set(entities)
     weighed = [(mem, weigh(verdict, semantic)) for mem, _, verdict in judged if mem.type not in EVENT_TYPES]
-    weighed = [(mem, v) for mem, v in weighed if _weight(v) >= LIST_AT or shared & set(mem.entities)]
+    weighed = [(mem, v) for mem, v in weighed if _weight(v) >= LIST_AT or shared & set(mem.entities) or v.found_by]
     weighed.sort(key=lambda mv: (mv[1].conflict, _weight(mv[1]), mv[1].text_similarity), reverse=True)
     found = Neighbours()
     written = 0

@@ -9,10 +9,10 @@ from pathlib import Path
 from ..canon import files as canon
 from ..domain.answers import Unparseable
 from ..domain.models import AutoClosedConflict, Mismatch, ProgressFn, ReindexAnswer, stage_reporter
-from ..domain.text import searchable
 from ..index import db as ix
 from ..index import reads
 from ..index import vectors as vector_table
+from ..index.fts_queries import word_sizes
 from ..index.ledger import file_rows, file_rows_at, unparseable_files
 from ..search import semantic as sem
 from ..search.conflicts import (
@@ -240,7 +240,8 @@ def _verify(s: StoreSession) -> list[Mismatch]:
         for key, value in expected.items():
             if getattr(got, key) != value:
                 out.append(Mismatch(path=rel, id=mem.id, problem=f"index field '{key}' differs from the file"))
-        fts = reads.fts_word_row(conn, got.rowid)
-        if fts is None or fts[0] != searchable(mem.title) or fts[1] != searchable(mem.body):
+        # the word table keeps no copy of the text (contentless): its record of each column's length must be the file's
+        texts = ix.searched_texts(mem.title, expected["entities"], mem.body)
+        if reads.fts_word_sizes(conn, got.rowid) != word_sizes(*texts):
             out.append(Mismatch(path=rel, id=mem.id, problem="full-text row differs from the file"))
     return out

@@ -7,7 +7,7 @@ from datetime import timedelta
 
 from ..canon import files as canon
 from ..domain import provenance
-from ..domain.models import (
+from ..domain.status_answers import (
     CompactionCandidate,
     DuplicatePair,
     ExpiredMemory,
