@@ -359,6 +359,8 @@ def test_sound_keys_read_a_word_and_its_transliteration_alike() -> None:
     assert not sound_keys("library") & sound_keys("도서관")  # a translation is no transliteration
     assert sound_keys("server") == frozenset({"SRPR", "SRP", "SPR"})  # two consonants ("SP" / 서버) say nothing
     assert not sound_keys("서버") and not sound_keys("go2") and not sound_keys("")
+    # a run of letters longer than any name is no name (and a body of one long run is read in linear time)
+    assert sound_keys("bdk" * 13) and not sound_keys("bdk" * 14) and not sound_keys("bd" * 100_000)
 
 
 def test_a_spanish_statement_with_the_preposition_a_is_spanish_and_two_sections_stay_apart(tmp_path: Path) -> None:

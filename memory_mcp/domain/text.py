@@ -279,6 +279,7 @@ _LATIN_SOUND = {
 }
 _DIGRAPH_SOUND = {"tch": "J", "ch": "J", "sh": "S", "ph": "P", "ck": "K", "qu": "K"}
 SOUND_KEY_MIN = 3  # consonants a key needs to say anything (two match far too many words)
+SOUND_WORD_MAX = 40  # letters: a longer run is no name or loanword (and a body of one long run stays linear)
 
 
 def sound_keys(word: str) -> frozenset[str]:
@@ -291,6 +292,8 @@ def sound_keys(word: str) -> frozenset[str]:
 
 @lru_cache(maxsize=16384)
 def _sound_keys(word: str) -> frozenset[str]:
+    if len(word) > SOUND_WORD_MAX:
+        return frozenset()
     if HANGUL.search(word):
         if not all(HANGUL.match(c) for c in word):
             return frozenset()
@@ -311,9 +314,9 @@ def _latin_variants(word: str) -> list[str]:
     i = 0
     plural = len(word) > 3 and word.endswith("s") and not word.endswith("ss")
     while i < len(word):
-        c, rest = word[i], word[i:]
-        digraph = next((d for d in _DIGRAPH_SOUND if rest.startswith(d)), None)
-        if rest.startswith("th"):
+        c = word[i]
+        digraph = next((d for d in _DIGRAPH_SOUND if word.startswith(d, i)), None)
+        if word.startswith("th", i):
             variants = [v + s for v in variants for s in ("T", "S")][:8]
             i += 2
             continue
@@ -321,7 +324,7 @@ def _latin_variants(word: str) -> list[str]:
             variants = [v + _DIGRAPH_SOUND[digraph] for v in variants]
             i += len(digraph)
             continue
-        if rest.startswith("ng") and len(rest) == 2:
+        if i == len(word) - 2 and word.endswith("ng"):
             variants = [v + "N" for v in variants]
             break
         if c in "rl" and i and word[i - 1] in _VOWELS and (i + 1 == len(word) or word[i + 1] not in _VOWELS):
