@@ -182,7 +182,7 @@ def _tool_errors(fn: Callable[P, R]) -> Callable[P, R]:
             answer = fn(*args, **kwargs)
         except MemoryMcpError as exc:
             raise ToolError(visible(str(exc))) from exc
-        if isinstance(answer, BaseModel):
+        if isinstance(answer, (BaseModel, answers.Record)):  # status's is a plain dataclass (status_answers.py)
             data = answer.model_dump(mode="json")
             shown = visible_data(data)
             if shown != data:
