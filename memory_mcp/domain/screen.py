@@ -593,12 +593,9 @@ _SPREAD = _Words(  # searched where the text says "memor..." at all (rare): its 
     anchored=False,
 )
 # a memory that has the agent call this server's own tools on the other memories: delete them, raise their trust
-_TOOL_ABUSE = _Words(
-    r"\bmemory (?:forget|update)\b",
-    r"\b(?:set|change|raise|bump|mark|switch|upgrade)\b" + _S + r"{0,40}\btrust\b" + _S + r"{0,20}"
-    r"\b(?:user-stated|user stated|confirmed)\b",
-    r"\b(?:cambia|cambiar|cambien|pon|poner|sube|subir|marca|marcar)\b" + _S + r"{0,40}\btrust\b" + _S + r"{0,40}"
-    r"\b(?:user-stated|user stated|confirmed)\b",
+_TOOL_ABUSE = _Words(  # opened by rare words: "memory" alone is too common a word to open a pattern on
+    r"(?<=memory )(?:forget|update)\b",
+    r"\btrust\b" + _S + r"{0,40}\b(?:to|a|as)\s+(?:user-stated|user stated|confirmed)\b",
     r"\btrust\s*(?:를|을)?\s*(?:user-stated|user stated|confirmed)\s*(?:으로|로)",
 )
 _RUN_FETCHED_WORDS = _Words(

@@ -30,13 +30,13 @@ SCHEMA_VERSION = 9
 FTS_TABLES = {
     "fts_word": f"""CREATE VIRTUAL TABLE fts_word USING fts5 (
     title, entities, body,
-    tokenize = "{FTS_WORD_TOKENIZER}", prefix = '1 2 3', content = ''
+    tokenize = "{FTS_WORD_TOKENIZER}", content = ''
 )""",
     "fts_tri": f"CREATE VIRTUAL TABLE fts_tri USING fts5 (title, entities, body, tokenize = '{FTS_TRIGRAM_TOKENIZER}', "
     "content = '')",
     "fts_doc_word": f"""CREATE VIRTUAL TABLE fts_doc_word USING fts5 (
     title, entities, body,
-    tokenize = "{FTS_WORD_TOKENIZER}", prefix = '1 2 3', content = ''
+    tokenize = "{FTS_WORD_TOKENIZER}", content = ''
 )""",
     "fts_doc_tri": f"CREATE VIRTUAL TABLE fts_doc_tri USING fts5 (title, entities, body, "
     f"tokenize = '{FTS_TRIGRAM_TOKENIZER}', content = '')",
