@@ -105,9 +105,8 @@ _CLEAN = Verdict()
 
 
 def screen(texts: dict[str, str | None], *, learned: bool = True) -> Verdict:
-    """Every finding in the texts given (field name → text), in field order; then, when the patterns found no
-    instruction or payload, the learnt reading of the texts joined (`screen_model`; `learned=False`: the patterns
-    alone, as the trainer measures them).
+    """Every finding in the texts given (field name → text), in field order, weighed with the learnt reading of the
+    texts joined (`_weighed`; `learned=False`: the patterns alone, as the trainer measures them).
 
     Two passes: the memory's texts joined are first read once for what each kind of finding cannot do without
     (`possible_kinds`: a few searches in C); almost every memory holds none of it and is clean there. Only the kinds
@@ -136,9 +135,9 @@ def firm(finding: Finding) -> bool:
 def _weighed(found: list[Finding], joined: str, field: str) -> list[Finding]:
     """The patterns' findings with the learnt reading of the memory's texts joined (`screen_model`): a memory they
     find nothing in is held when the model puts it at `THRESHOLD` or above; an instruction they find is kept only
-    when the model puts the memory at `VETO` or above, or the memory holds a `firm` finding: a rule phrased for an order also matches a person's own rule
-    ("don't ask me before `rm -rf build/`", an official installer piped to `sh`), and the words around it tell
-    the two apart better than the phrase does (docs/benchmarks.md, issue 44, design 3)."""
+    when the model puts the memory at `VETO` or above, or the memory holds a `firm` finding. A pattern phrased for
+    an order also matches a person's own rule ("don't ask me before `rm -rf build/`", an official installer piped
+    to `sh`), and the words around it tell the two apart better than the phrase does (docs/benchmarks.md)."""
     if any(firm(f) for f in found):
         return found
     p = probability(joined)
@@ -934,7 +933,9 @@ def _squashed(folded: str) -> re.Match[str] | None:
     return hit
 
 
-_ROT13 = str.maketrans("abcdefghijklmnopqrstuvwxyz", "nopqrstuvwxyzabcdefghijklm")
+_ROT13 = str.maketrans(  # both cases: the decoder reads a text as it was written
+    "abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ", "nopqrstuvwxyzabcdefghijklmNOPQRSTUVWXYZABCDEFGHIJKLM"
+)
 _LINE_INITIAL = re.compile(r"^[^a-z\n]*([a-z])", re.MULTILINE)  # a line's first letter (after bullets, numbers)
 
 
@@ -1132,9 +1133,6 @@ def encoded_payloads(text: str, field: str = "body") -> list[Finding]:
 _ESCAPE_RUN = re.compile(r"(?:\\(?:[0-7]{3}|x[0-9a-fA-F]{2}|u[0-9a-fA-F]{4}|U[0-9a-fA-F]{8})){8,}")
 _ESCAPE = re.compile(r"\\(?:([0-7]{3})|x([0-9a-fA-F]{2})|u([0-9a-fA-F]{4})|U([0-9a-fA-F]{8}))")
 _A85_LITERAL = re.compile(r"(?:a85decode|b85decode|ascii85)[^\n]{0,40}?[rb]*(['\"]{1,3})(.{20,}?)\1", re.DOTALL)
-_ROT13 = str.maketrans(
-    "abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ", "nopqrstuvwxyzabcdefghijklmNOPQRSTUVWXYZABCDEFGHIJKLM"
-)
 
 
 def _decoded(text: str, low: str) -> Iterator[tuple[int, str, str]]:
