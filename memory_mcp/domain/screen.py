@@ -1140,8 +1140,8 @@ def _decoded(text: str, low: str) -> Iterator[tuple[int, str, str]]:
     runs, an Ascii85 literal handed to a decoder, the whole text read through ROT13 when it names ROT13."""
     if "\\" in text:
         for m in _ESCAPE_RUN.finditer(text):
-            chars = (chr(int(o, 8) if o else int(x or u or big, 16)) for o, x, u, big in _ESCAPE.findall(m.group()))
-            yield m.start(), "escaped characters", "".join(chars)
+            codes = (int(o, 8) if o else int(x or u or big, 16) for o, x, u, big in _ESCAPE.findall(m.group()))
+            yield m.start(), "escaped characters", "".join(map(_character, codes))
     if "85" in low:
         for m in _A85_LITERAL.finditer(text):
             for decode in (base64.a85decode, base64.b85decode):
@@ -1154,13 +1154,29 @@ def _decoded(text: str, low: str) -> Iterator[tuple[int, str, str]]:
         yield 0, "ROT13", text.translate(_ROT13)
 
 
+# what a decoded command line that reaches out or runs code holds: a fetcher with an address, a shell or an
+# interpreter run on something, a connection to a host's port
+_COMMAND = re.compile(
+    r"\b(?:curl|wget|nc|ncat|fetch|iwr|invoke-webrequest|requests\.\w+|urlopen)\b[^\n]{0,80}?(?://|\d+\.\d+\.\d+\.\d+)"
+    r"|\b(?:eval|exec|system|popen|spawn|subprocess)\s*\(|\|\s*(?:sudo\s+)?(?:ba|z|k|da)?sh\b|/dev/tcp/|document\.cookie"
+)
+
+
+def _commands(decoded: str) -> bool:
+    return _COMMAND.search(decoded.lower()) is not None
+
+
+def _character(code: int) -> str:
+    """An escape's character; one that names no character (beyond U+10FFFF, a lone surrogate) as U+FFFD."""
+    return chr(code) if code <= 0x10FFFF and not 0xD800 <= code <= 0xDFFF else "\ufffd"
+
+
 def _decoded_and_read(text: str, low: str, field: str) -> list[Finding]:
     """Decode and look: what an encoding hides is read by the other detectors (an instruction, a command that runs
-    fetched code or sends data away, markup that fetches); an escape run that spells 24+ characters of text is a
-    payload by its shape alone."""
+    fetched code or sends data away, markup that fetches) and for a command line that reaches out or runs code
+    (`_commands`): an escaped name or a JSON fixture in Korean decodes to text that is none of these, and passes."""
     for at, how, decoded in _decoded(text, low):
-        spelled = how == "escaped characters" and len(decoded) >= 24 and _printable_share(decoded.encode()) >= 0.95
-        if spelled or agent_instructions(decoded, field) or fetching_markup(decoded, field):
+        if agent_instructions(decoded, field) or fetching_markup(decoded, field) or _commands(decoded):
             return [Finding(PAYLOAD, field, at + 1, f"{how} that decode to an instruction or a command")]
     return []
 
