@@ -10,9 +10,8 @@ summed per category.
     python bench/conflicts_eval.py --show-errors        # also every false alarm and every miss, with reasons
     python bench/conflicts_eval.py --json
     python bench/conflicts_eval.py --speed 2000       # remember time when 2,000 memories share its entity
-    python bench/conflicts_eval.py --set held-out-6   # the blind set of designs 9 and 10 (issue 25): aggregates only
-    python bench/conflicts_eval.py --set held-out-7   # and one more, for the design after that
-    python bench/conflicts_eval.py --set held-out-8   # written for issue 42 without seeing the code
+    python bench/conflicts_eval.py --set held-out-7   # one development set (held-out-6/7/8 were blind until 2026-12-08)
+    python bench/conflicts_eval.py --set held-out-9   # blind: written for issue 42's next design, aggregates only, once
 
 Besides the written pairs (the answer's `conflicts`) and the returned ones (conflicts and possible conflicts),
 it prints the listed recall (expected pairs among the memories the answer lists, at most 5) and the silent
@@ -25,7 +24,9 @@ sets, and is the figure that counts: run it once per design, never with --show-e
 was written the same way, measured blind once with design 2, and then opened as a development set;
 bench/conflict_cases_heldout3.jsonl was written blind for the gate's fifth design, like held-out-2; both were
 opened as development sets for the seventh design; held-out-4 and held-out-5, written the same way and each
-measured blind for two or three designs, were opened for the tenth; held-out-6 and held-out-7 are blind). The gate's weighing is fitted on the development sets only (bench/conflicts_train.py).
+measured blind for two or three designs, were opened for the tenth; held-out-6, -7 and -8, measured blind for issue
+42's first design, were opened for its next; held-out-9 is blind). The gate's weighing is fitted on the development
+sets only (bench/conflicts_train.py).
 """
 
 from __future__ import annotations

@@ -347,9 +347,37 @@ async def test_a_weekday_in_one_language_finds_the_weekdays_said_in_another(tool
 def test_sound_keys_read_a_word_and_its_transliteration_alike() -> None:
     from memory_mcp.domain.text import sound_keys
 
-    for latin, hangul in [("mask", "마스크"), ("pension", "펜션"), ("Carmen", "카르멘"), ("internet", "인터넷")]:
+    for latin, hangul in [
+        ("mask", "마스크"),
+        ("pension", "펜션"),
+        ("Carmen", "카르멘"),
+        ("internet", "인터넷"),
+        ("KakaoTalk", "카카오톡"),
+    ]:
         assert sound_keys(latin) & sound_keys(hangul), (latin, hangul)
     assert sound_keys("masks") & sound_keys("마스크")  # a plural s is a variant
     assert not sound_keys("library") & sound_keys("도서관")  # a translation is no transliteration
     assert sound_keys("server") == frozenset({"SRPR", "SRP", "SPR"})  # two consonants ("SP" / 서버) say nothing
     assert not sound_keys("서버") and not sound_keys("go2") and not sound_keys("")
+
+
+def test_a_spanish_statement_with_the_preposition_a_is_spanish_and_two_sections_stay_apart(tmp_path: Path) -> None:
+    # "a" counted as an English article made this Spanish title English, so the two sections' closing times
+    # (different subjects, one language) were written as a conflict (held-out-6)
+    from memory_mcp.search.claims import language
+    from memory_mcp.tools.service import MemoryService
+
+    assert language("Cultura cierra a las 20:00 de lunes a viernes") == "es"
+    service = MemoryService(tmp_path / "store")
+    try:
+        service.remember(
+            "Deportes cierra a las 23:30 los domingos", "Entre semana, a las 23:00.", entities=["deportes", "cierre"]
+        )
+        new = service.remember(
+            "Cultura cierra a las 20:00 de lunes a viernes",
+            "Cultura cierra a las 20:00 de lunes a viernes",
+            entities=["cultura", "cierre"],
+        )
+    finally:
+        service.close()
+    assert new.conflicts == []

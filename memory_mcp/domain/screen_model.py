@@ -15,7 +15,8 @@ Features are read from the text as the patterns read it (`fold`ed, look-alike le
 dropped), each counted once: `w:word`, `b:word word` (two in a row), `p:openi` (the first five letters of a word
 of six or more: "ejecuta", "ejecútalo" and "ejecutar" share one), `k:음절` (two Hangul syllables in a row inside a
 word: Korean glues particles and endings to its stems), the same word with leetspeak read (`1gn0r4` →
-`ignora`), and a word split by hyphens read whole (`dis-re-gard` → `w:disregard`). Pure and deterministic: no I/O, no randomness.
+`ignora`), and a word split by hyphens read whole (`dis-re-gard` → `w:disregard`). Pure and deterministic: no
+I/O, no randomness.
 """
 
 from __future__ import annotations
@@ -43,7 +44,7 @@ def features(text: str) -> set[str]:
     """Every feature of the text, once each (see the module's docstring). Each distinct word and pair is spelled
     once: a 2 KB memory repeats most of its words."""
     read = view(text)
-    tokens = [_read_word(w) for w in words(read)]
+    tokens = [w if w.isalpha() else _read_word(w) for w in words(read)]
     out: set[str] = set()
     if "-" in read:  # a word split by hyphens ("dis-re-gard") is also read whole
         out.update("w:" + m.group().replace("-", "") for m in _HYPHENATED.finditer(read))
@@ -71,7 +72,7 @@ def _read_word(word: str) -> str:
 
 def score(feats: set[str], weights: dict[str, float], bias: float) -> float:
     """The probability the weights give to a set of features (the trainer scores its folds with this too)."""
-    z = bias + sum(weights.get(f, 0.0) for f in feats)
+    z = bias + sum(weights[f] for f in feats & weights.keys())
     return 1.0 / (1.0 + math.exp(-z)) if z > -700 else 0.0
 
 

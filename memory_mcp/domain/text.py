@@ -283,7 +283,8 @@ SOUND_KEY_MIN = 3  # consonants a key needs to say anything (two match far too m
 
 def sound_keys(word: str) -> frozenset[str]:
     """The consonant keys of one word (letters of one script): Hangul by its jamo; Latin by its letters, with the
-    spellings Korean drops ("server" / 서버: a final or pre-consonant r; "th" as T or S; a plural s) as variants.
+    spellings Korean drops ("server" / 서버, "talk" / 톡: an r or l after a vowel, before a consonant or at the end;
+    "th" as T or S; a plural s) as variants.
     Keys shorter than `SOUND_KEY_MIN` are left out; a word of neither script has none."""
     return _sound_keys(fold(word))
 
@@ -323,8 +324,9 @@ def _latin_variants(word: str) -> list[str]:
         if rest.startswith("ng") and len(rest) == 2:
             variants = [v + "N" for v in variants]
             break
-        if c == "r" and i and word[i - 1] in _VOWELS and (i + 1 == len(word) or word[i + 1] not in _VOWELS):
-            variants = [v + s for v in variants for s in ("R", "")][:8]  # "form" / 폼, "server" / 서버
+        if c in "rl" and i and word[i - 1] in _VOWELS and (i + 1 == len(word) or word[i + 1] not in _VOWELS):
+            # an r or l Korean may drop after a vowel: "form" / 폼, "server" / 서버, "talk" / 톡
+            variants = [v + s for v in variants for s in ("R", "")][:8]
         elif c == "c":
             sound = "S" if i + 1 < len(word) and word[i + 1] in "eiy" else "K"
             variants = [v + sound for v in variants]

@@ -182,7 +182,7 @@ def _tool_errors(fn: Callable[P, R]) -> Callable[P, R]:
             answer = fn(*args, **kwargs)
         except MemoryMcpError as exc:
             raise ToolError(visible(str(exc))) from exc
-        if isinstance(answer, BaseModel):
+        if isinstance(answer, BaseModel | answers.Record):  # a pydantic model or a plain record (status)
             data = answer.model_dump(mode="json")
             shown = visible_data(data)
             if shown != data:

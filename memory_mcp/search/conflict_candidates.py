@@ -87,7 +87,7 @@ def find_candidates(
             rowids |= conflict_table.rowids_matching_words(conn, expr, types, WORD_MATCHES_ON_AN_ENTITY, many)
     if nearest is not None:
         rowids |= nearest(new, types)
-    sounding = _sounding_entities(conn, new, types)
+    sounding = _sounding_entities(conn, new)
     if sounding:
         rowids |= conflict_table.rowids_sharing_an_entity(conn, list(sounding), types)
     broad = frozenset(e for e in entities if counts.get(e, 0) >= BROAD_ENTITY)
@@ -109,7 +109,7 @@ def find_candidates(
     return Candidates(found, broad, found_by)
 
 
-def _sounding_entities(conn: sqlite3.Connection, new: Statement, types: tuple[str, ...]) -> dict[str, str]:
+def _sounding_entities(conn: sqlite3.Connection, new: Statement) -> dict[str, str]:
     """The stored entities written in the other script (Hangul / Latin) that sound like a word or an entity of the
     new statement ("masks" / 마스크, 펜션 / "pension", "check-in" / 체크인: `sound_keys`), each with that word: what
     connects two languages without an embedder where no word, concept or tag does."""
@@ -121,7 +121,7 @@ def _sounding_entities(conn: sqlite3.Connection, new: Statement, types: tuple[st
     if not mine:
         return {}
     found: dict[str, str] = {}
-    for tag in conflict_table.active_entities(conn, types):
+    for tag in conflict_table.entity_names(conn):  # the memories carrying one are filtered by type and state after
         for key in _word_keys(tag):
             hit = mine.get(key)
             if hit is not None and hit[1] != bool(HANGUL.search(tag)):
