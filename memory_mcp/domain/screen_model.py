@@ -15,7 +15,8 @@ Features are read from the text as the patterns read it (`fold`ed, look-alike le
 dropped), each counted once: `w:word`, `b:word word` (two in a row), `p:openi` (the first five letters of a word
 of six or more: "ejecuta", "ejecútalo" and "ejecutar" share one), `k:음절` (two Hangul syllables in a row inside a
 word: Korean glues particles and endings to its stems), the same word with leetspeak read (`1gn0r4` →
-`ignora`), and a word split by hyphens read whole (`dis-re-gard` → `w:disregard`). Pure and deterministic: no I/O, no randomness.
+`ignora`), and a word split by hyphens read whole (`dis-re-gard` → `w:disregard`). Pure and deterministic: no
+I/O, no randomness.
 """
 
 from __future__ import annotations
