@@ -30,7 +30,9 @@ from .visible import strip_invisible
 
 _LEET = str.maketrans("013457@$", "oieastas")
 _PREFIX = 5  # the letters of a long word's opening feature
-_HYPHENATED = re.compile(r"[^\W\d_]+(?:-[^\W\d_]+)+")
+# a match starts only where a word starts, and no run of letters is given back: linear on a 64 KB run of letters
+# (without both, every position of a long word retried the whole rest of it: a body at its size limit hung a call)
+_HYPHENATED = re.compile(r"(?<![^\W\d_])[^\W\d_]++(?:-[^\W\d_]++)+")
 
 
 def view(text: str) -> str:
