@@ -345,6 +345,17 @@ def snapshot(home: Path) -> dict[str, bytes]:
     return out
 
 
+def _renumbered(before: dict[str, bytes], path: str, after: dict[str, bytes]) -> bool:
+    """The reconcile every call starts with gave a hand-made file a new id, its old one being another file's too
+    (`id: 00000` and `id: 0` are both the YAML number 0): a settled hand edit, written whether the call then
+    succeeds or fails. Only the id line differs."""
+    old, new = before.get(path), after.get(path)
+    if old is None or new is None or old.count(b"\n") != new.count(b"\n"):
+        return False
+    differ = [(a, b) for a, b in zip(old.split(b"\n"), new.split(b"\n"), strict=True) if a != b]
+    return len(differ) == 1 and differ[0][0].startswith(b"id: ") and differ[0][1].startswith(b"id: ")
+
+
 def _where(args: dict[str, Any]) -> dict[str, Any]:
     return {k: args[k] for k in ("store", "scope") if k in args}
 
@@ -409,7 +420,11 @@ class Step:
                 f"{tool}({_short(args)}) failed without naming an argument: {message!r}"
             )
             after = snapshot(self.server.home)
-            changed = sorted(k for k in before.keys() | after.keys() if before.get(k) != after.get(k))
+            changed = sorted(
+                k
+                for k in before.keys() | after.keys()
+                if before.get(k) != after.get(k) and not _renumbered(before, k, after)
+            )
             assert not changed, f"{tool}({_short(args)}) failed ({message!r}) but changed {changed}"
             return
         answer = r.structured_content

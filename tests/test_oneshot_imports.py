@@ -26,6 +26,7 @@ NOT_LOADED = (
     "ctypes",
     "hashlib",  # loads OpenSSL: the scan digest is BLAKE2b, the dictionary's sha256 CPython's own (canon.files)
     "memory_mcp.domain.screen",
+    "memory_mcp.domain.screen_model",  # its weights, ~10 ms to load
     "memory_mcp.domain.models",
     "memory_mcp.importers.run",
     "memory_mcp.importers.notes",

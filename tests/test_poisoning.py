@@ -270,6 +270,11 @@ def test_an_encoding_is_decoded_and_what_it_hides_is_read(text: str) -> None:
 def test_an_escape_run_that_spells_nothing_armed_passes() -> None:
     accents = "Accents we test: " + _escaped("éèêëàâôûçñ", "\\u%04x")
     assert screen({"body": accents}).clean, screen({"body": accents}).reason
+    fixture = '고객 이름 예시: {"name": "' + _escaped("홍길동은 서울에 살고 매일 아침 커피를 마신다", "\\u%04x") + '"}'
+    assert screen({"body": fixture}).clean, screen({"body": fixture}).reason
+    # escapes that name no character (beyond U+10FFFF, lone surrogates): read, never a crash
+    for text in ("x " + "\\UFFFFFFFF" * 8, "y " + "\\ud800" * 30, "z " + "\\x00" * 30):
+        assert screen({"body": text}).clean, text
 
 
 def test_the_first_pass_never_leaves_out_a_kind_the_detectors_find() -> None:

@@ -105,9 +105,8 @@ _CLEAN = Verdict()
 
 
 def screen(texts: dict[str, str | None], *, learned: bool = True) -> Verdict:
-    """Every finding in the texts given (field name → text), in field order; then, when the patterns found no
-    instruction or payload, the learnt reading of the texts joined (`screen_model`; `learned=False`: the patterns
-    alone, as the trainer measures them).
+    """Every finding in the texts given (field name → text), in field order, weighed with the learnt reading of the
+    texts joined (`_weighed`; `learned=False`: the patterns alone, as the trainer measures them).
 
     Two passes: the memory's texts joined are first read once for what each kind of finding cannot do without
     (`possible_kinds`: a few searches in C); almost every memory holds none of it and is clean there. Only the kinds
@@ -136,9 +135,9 @@ def firm(finding: Finding) -> bool:
 def _weighed(found: list[Finding], joined: str, field: str) -> list[Finding]:
     """The patterns' findings with the learnt reading of the memory's texts joined (`screen_model`): a memory they
     find nothing in is held when the model puts it at `THRESHOLD` or above; an instruction they find is kept only
-    when the model puts the memory at `VETO` or above, or the memory holds a `firm` finding: a rule phrased for an order also matches a person's own rule
-    ("don't ask me before `rm -rf build/`", an official installer piped to `sh`), and the words around it tell
-    the two apart better than the phrase does (docs/benchmarks.md, issue 44, design 3)."""
+    when the model puts the memory at `VETO` or above, or the memory holds a `firm` finding. A pattern phrased for
+    an order also matches a person's own rule ("don't ask me before `rm -rf build/`", an official installer piped
+    to `sh`), and the words around it tell the two apart better than the phrase does (docs/benchmarks.md)."""
     if any(firm(f) for f in found):
         return found
     p = probability(joined)
@@ -934,7 +933,9 @@ def _squashed(folded: str) -> re.Match[str] | None:
     return hit
 
 
-_ROT13 = str.maketrans("abcdefghijklmnopqrstuvwxyz", "nopqrstuvwxyzabcdefghijklm")
+_ROT13 = str.maketrans(  # both cases: the decoder reads a text as it was written
+    "abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ", "nopqrstuvwxyzabcdefghijklmNOPQRSTUVWXYZABCDEFGHIJKLM"
+)
 _LINE_INITIAL = re.compile(r"^[^a-z\n]*([a-z])", re.MULTILINE)  # a line's first letter (after bullets, numbers)
 
 
@@ -1132,9 +1133,6 @@ def encoded_payloads(text: str, field: str = "body") -> list[Finding]:
 _ESCAPE_RUN = re.compile(r"(?:\\(?:[0-7]{3}|x[0-9a-fA-F]{2}|u[0-9a-fA-F]{4}|U[0-9a-fA-F]{8})){8,}")
 _ESCAPE = re.compile(r"\\(?:([0-7]{3})|x([0-9a-fA-F]{2})|u([0-9a-fA-F]{4})|U([0-9a-fA-F]{8}))")
 _A85_LITERAL = re.compile(r"(?:a85decode|b85decode|ascii85)[^\n]{0,40}?[rb]*(['\"]{1,3})(.{20,}?)\1", re.DOTALL)
-_ROT13 = str.maketrans(
-    "abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ", "nopqrstuvwxyzabcdefghijklmNOPQRSTUVWXYZABCDEFGHIJKLM"
-)
 
 
 def _decoded(text: str, low: str) -> Iterator[tuple[int, str, str]]:
@@ -1142,8 +1140,8 @@ def _decoded(text: str, low: str) -> Iterator[tuple[int, str, str]]:
     runs, an Ascii85 literal handed to a decoder, the whole text read through ROT13 when it names ROT13."""
     if "\\" in text:
         for m in _ESCAPE_RUN.finditer(text):
-            chars = (chr(int(o, 8) if o else int(x or u or big, 16)) for o, x, u, big in _ESCAPE.findall(m.group()))
-            yield m.start(), "escaped characters", "".join(chars)
+            codes = (int(o, 8) if o else int(x or u or big, 16) for o, x, u, big in _ESCAPE.findall(m.group()))
+            yield m.start(), "escaped characters", "".join(map(_character, codes))
     if "85" in low:
         for m in _A85_LITERAL.finditer(text):
             for decode in (base64.a85decode, base64.b85decode):
@@ -1156,13 +1154,29 @@ def _decoded(text: str, low: str) -> Iterator[tuple[int, str, str]]:
         yield 0, "ROT13", text.translate(_ROT13)
 
 
+# what a decoded command line that reaches out or runs code holds: a fetcher with an address, a shell or an
+# interpreter run on something, a connection to a host's port
+_COMMAND = re.compile(
+    r"\b(?:curl|wget|nc|ncat|fetch|iwr|invoke-webrequest|requests\.\w+|urlopen)\b[^\n]{0,80}?(?://|\d+\.\d+\.\d+\.\d+)"
+    r"|\b(?:eval|exec|system|popen|spawn|subprocess)\s*\(|\|\s*(?:sudo\s+)?(?:ba|z|k|da)?sh\b|/dev/tcp/|document\.cookie"
+)
+
+
+def _commands(decoded: str) -> bool:
+    return _COMMAND.search(decoded.lower()) is not None
+
+
+def _character(code: int) -> str:
+    """An escape's character; one that names no character (beyond U+10FFFF, a lone surrogate) as U+FFFD."""
+    return chr(code) if code <= 0x10FFFF and not 0xD800 <= code <= 0xDFFF else "\ufffd"
+
+
 def _decoded_and_read(text: str, low: str, field: str) -> list[Finding]:
     """Decode and look: what an encoding hides is read by the other detectors (an instruction, a command that runs
-    fetched code or sends data away, markup that fetches); an escape run that spells 24+ characters of text is a
-    payload by its shape alone."""
+    fetched code or sends data away, markup that fetches) and for a command line that reaches out or runs code
+    (`_commands`): an escaped name or a JSON fixture in Korean decodes to text that is none of these, and passes."""
     for at, how, decoded in _decoded(text, low):
-        spelled = how == "escaped characters" and len(decoded) >= 24 and _printable_share(decoded.encode()) >= 0.95
-        if spelled or agent_instructions(decoded, field) or fetching_markup(decoded, field):
+        if agent_instructions(decoded, field) or fetching_markup(decoded, field) or _commands(decoded):
             return [Finding(PAYLOAD, field, at + 1, f"{how} that decode to an instruction or a command")]
     return []
 

@@ -34,6 +34,7 @@ import threading
 from collections import OrderedDict
 from collections.abc import Sequence
 from dataclasses import dataclass, field
+from functools import lru_cache
 
 from ..domain.text import FTS_TRIGRAM_TOKENIZER, searchable
 from .db import searched_texts, writing
@@ -46,6 +47,13 @@ B = 0.75
 _CONTENT = {"fts_tri": "memories", "fts_doc_tri": "doc_chunks"}
 
 
+@lru_cache(maxsize=16384)
+def _searched_entities(stored: str) -> str:
+    """The entities column a memory's full-text rows were given, from its stored JSON list (`db.searched_texts`):
+    decoded once per distinct list (a recall re-scores ~100 candidates, mostly the same ones again)."""
+    return searched_texts("", [] if stored == "[]" else json.loads(stored), "")[1]
+
+
 def _searched_rows(conn: sqlite3.Connection, table: str, rowids: Sequence[int]) -> list[tuple[int, str, str, str]]:
     """(rowid, title, entities, body) as the full-text table `table` was given them, by rowid."""
     marks = ",".join("?" * len(rowids))
@@ -55,7 +63,7 @@ def _searched_rows(conn: sqlite3.Connection, table: str, rowids: Sequence[int]) 
         f"SELECT rowid, title, entities, body FROM {_CONTENT[table]} WHERE rowid IN ({marks}) ORDER BY rowid", rowids
     )
     if table == "fts_tri":
-        return [(r[0], *searched_texts(r[1], [] if r[2] == "[]" else json.loads(r[2]), r[3])) for r in rows]
+        return [(r[0], searchable(r[1]), _searched_entities(r[2]), searchable(r[3])) for r in rows]
     return [(r[0], searchable(r[1]), searchable(r[2]), searchable(r[3])) for r in rows]
 
 
