@@ -91,6 +91,17 @@ def listed_unordered(conn: sqlite3.Connection, today: str) -> list[Candidate]:
     return [tuple(r) for sql in (recalled, odd) for r in conn.execute(_CANDIDATE + sql, (today,))]
 
 
+def _class_clause(
+    table: str, trusts: Sequence[str], types: Sequence[str], other_trusts: bool, other_types: bool
+) -> str:
+    """The SQL condition naming one class of memories (see `listed_freshest`) on `table`'s trust and type columns;
+    its parameters are `trusts` then `types`."""
+    cls = f"{table}.trust {'NOT ' if other_trusts else ''}IN ({','.join('?' * len(trusts))})"
+    if types:
+        cls += f" AND {table}.type {'NOT ' if other_types else ''}IN ({','.join('?' * len(types))})"
+    return cls
+
+
 def listed_freshest(
     conn: sqlite3.Connection,
     today: str,
@@ -103,9 +114,7 @@ def listed_freshest(
     """The listed memories of one class (trust one of `trusts`, or none of them with `other_trusts`; likewise
     type and `types` when given) whose `updated` is the canon's form, in two runs each read lazily: updated up
     to `now`, most recent first (then by id), and updated after it, by id. Ordered so: freshest first."""
-    cls = f"m.trust {'NOT ' if other_trusts else ''}IN ({','.join('?' * len(trusts))})"
-    if types:
-        cls += f" AND m.type {'NOT ' if other_types else ''}IN ({','.join('?' * len(types))})"
+    cls = _class_clause("m", trusts, types, other_trusts, other_types)
     where = f"WHERE m.state = 'active' AND {_LISTED} AND {cls} AND NOT {ODD_STAMP} "
     params = [today, *trusts, *types, now]
     past = _lazy(conn, _CANDIDATE + _WITH_HEAT + where + "AND m.updated <= ? ORDER BY m.updated DESC, m.id", params)
@@ -124,9 +133,7 @@ def listed_if_few(
     """Every listed memory of one class (as `listed_freshest` names it) when the class has at most `at_most` active
     memories, unordered; None when it has more. Told from the narrow `memory_flags` rows (a class with no member
     costs one pass over them, not one over the index and a row of `memories` per entry, ~0.5 s at 100k)."""
-    cls = f"f.trust {'NOT ' if other_trusts else ''}IN ({','.join('?' * len(trusts))})"
-    if types:
-        cls += f" AND f.type {'NOT ' if other_types else ''}IN ({','.join('?' * len(types))})"
+    cls = _class_clause("f", trusts, types, other_trusts, other_types)
     rowids = [
         r[0]
         for r in conn.execute(
