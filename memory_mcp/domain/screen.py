@@ -30,7 +30,7 @@ from collections.abc import Iterator
 from dataclasses import dataclass
 from functools import lru_cache
 
-from .screen_model import THRESHOLD, VETO, probability
+from .screen_model import THRESHOLD, VETO, probability, reading
 from .text import fold, hangul_joined, skeleton
 from .visible import (
     FENCE,
@@ -910,9 +910,9 @@ def _hyphen_split(view: str) -> bool:
 
 @lru_cache(maxsize=64)
 def _view(plain: str) -> str:
-    """What the sentence patterns read: folded, look-alike letters as Latin, code marks and emphasis as spaces."""
-    folded = fold(skeleton(plain))
-    return folded.replace("`", " ").replace("*", "").replace("_", " ").replace("\u2019", "'")
+    """What the sentence patterns read: the learnt reading's view (`screen_model.reading`), kept for the calls
+    that read one text several times."""
+    return reading(plain)
 
 
 _SQUASHED_WHAT = "split or disguised words"

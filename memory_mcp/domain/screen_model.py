@@ -36,9 +36,14 @@ _HYPHENATED = re.compile(r"(?<![^\W\d_])[^\W\d_]++(?:-[^\W\d_]++)+")
 
 
 def view(text: str) -> str:
-    """The text as the model reads it (and as the patterns do): folded, look-alike letters as Latin, hidden
-    characters dropped, code marks and emphasis as spaces."""
-    folded = fold(skeleton(strip_invisible(text)))
+    """The text as the model reads it (and as the patterns do): hidden characters dropped, then `reading`."""
+    return reading(strip_invisible(text))
+
+
+def reading(plain: str) -> str:
+    """A text without hidden characters as the model and the patterns read it (screen.py reads through this too):
+    folded, look-alike letters as Latin, code marks and emphasis as spaces."""
+    folded = fold(skeleton(plain))
     return folded.replace("`", " ").replace("*", "").replace("_", " ").replace("\u2019", "'")
 
 
@@ -83,4 +88,4 @@ def probability(text: str) -> float:
     return score(features(text), WEIGHTS, BIAS)
 
 
-__all__ = ["THRESHOLD", "VETO", "features", "probability", "score", "view"]
+__all__ = ["THRESHOLD", "VETO", "features", "probability", "reading", "score", "view"]
